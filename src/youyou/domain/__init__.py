@@ -1,0 +1,1 @@
+"""Pure data and rules of the kernel: no I/O happens in this package."""

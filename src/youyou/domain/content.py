@@ -1,0 +1,98 @@
+"""Content blocks of a message and validation of user input (seed 001 §4.5, §10.2)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+SUPPORTED_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(_Block):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(_Block):
+    """An image passed by value; the agent never reads the file system for it."""
+
+    type: Literal["image"] = "image"
+    mime_type: str
+    data_base64: str
+
+
+class FileContentBlock(_Block):
+    """Text the caller already read from a file; never a handle or binary attachment."""
+
+    type: Literal["file"] = "file"
+    file_name: str | None = None
+    media_type: str | None = None
+    text: str
+
+
+ContentBlock = Annotated[TextBlock | ImageBlock | FileContentBlock, Field(discriminator="type")]
+
+
+def detect_image_type(data: bytes) -> str | None:
+    """Return the MIME type implied by the file signature, or None if unsupported."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _invalid(message: str) -> AgentError:
+    return AgentError(ErrorCode.INPUT_VALIDATION, message, source=ErrorSource.TURN_ENGINE)
+
+
+def _validate_image(block: ImageBlock) -> None:
+    # base64 inflates by 4/3: reject oversized payloads before decoding them.
+    if len(block.data_base64) > (MAX_IMAGE_BYTES // 3 + 1) * 4 + 4:
+        raise _invalid("image exceeds the 20 MB limit")
+    try:
+        data = base64.b64decode(block.data_base64, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _invalid("image data is not valid base64") from exc
+    if len(data) > MAX_IMAGE_BYTES:
+        raise _invalid("image exceeds the 20 MB limit")
+    detected = detect_image_type(data)
+    if detected is None:
+        raise _invalid("unsupported image format: only PNG, JPEG, GIF and WebP are accepted")
+    if block.mime_type.lower() != detected:
+        raise _invalid(f"image declared as {block.mime_type!r} but its bytes are {detected}")
+
+
+def validate_user_input(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> None:
+    """Raise INPUT_VALIDATION unless the input can be sent; called before any state changes."""
+    if not blocks:
+        raise _invalid("input is empty")
+    has_content = False
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            _validate_image(block)
+            has_content = True
+        elif block.text.strip():
+            has_content = True
+    if not has_content:
+        raise _invalid("input is empty")
+
+
+def text_of(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> str:
+    """Concatenate the text carried by text and file blocks."""
+    return "\n".join(b.text for b in blocks if not isinstance(b, ImageBlock))

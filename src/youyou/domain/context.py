@@ -1,0 +1,85 @@
+"""Model-visible context and its one shared projection from the ledger (seed 001 §4.8, §8.7)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from youyou.domain.ledger import (
+    AssistantMessage,
+    LedgerEvent,
+    MessageStatus,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, INCOMPLETE_ASSISTANT_MARKER
+
+VisiblePayload = UserMessage | AssistantMessage | ToolCall | ToolResult | SystemMessage
+
+
+class CompactionMode(StrEnum):
+    SUMMARY = "summary"
+    TRUNCATION_FALLBACK = "truncation_fallback"
+
+
+class CompactionRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: CompactionMode
+    replaces_through_seq: int
+    summary_body: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleMessage:
+    """``source_seq`` is None for synthetic messages (summary, cancel markers)."""
+
+    source_seq: int | None
+    message: VisiblePayload
+
+
+@dataclass(slots=True)
+class ContextState:
+    latest_compaction: CompactionRecord | None = None
+    visible_messages: list[VisibleMessage] = field(default_factory=list)
+    history_estimated_tokens: int = 0
+
+
+def render_compaction_summary(summary_body: str) -> str:
+    """The only way a summary is shown to a model, live or after resume."""
+    return f"{COMPACT_SUMMARY_PREFIX}\n\n{summary_body}"
+
+
+def project_event(event: LedgerEvent) -> list[VisibleMessage]:
+    """Visible messages one ledger event contributes (metadata contributes none)."""
+    payload = event.payload
+    if isinstance(payload, AssistantMessage):
+        projected = [VisibleMessage(event.seq, payload)]
+        if payload.status is MessageStatus.INCOMPLETE:
+            projected.append(VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)))
+        return projected
+    if isinstance(payload, UserMessage | ToolCall | ToolResult | SystemMessage):
+        return [VisibleMessage(event.seq, payload)]
+    return []
+
+
+def rebuild_visible_messages(
+    events: Iterable[LedgerEvent], compaction: CompactionRecord | None
+) -> list[VisibleMessage]:
+    """Shared by the live path, the provider retry path and resume; never fork it."""
+    visible: list[VisibleMessage] = []
+    boundary = 0
+    if compaction is not None:
+        boundary = compaction.replaces_through_seq
+        if compaction.mode is CompactionMode.SUMMARY and compaction.summary_body is not None:
+            summary = render_compaction_summary(compaction.summary_body)
+            visible.append(VisibleMessage(None, SystemMessage(content=summary)))
+    for event in events:
+        if event.seq > boundary:
+            visible.extend(project_event(event))
+    return visible

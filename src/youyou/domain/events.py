@@ -1,0 +1,97 @@
+"""Streamed agent events: one envelope, typed payloads (seed 001 §10.1, SPEC §6)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from youyou.domain.context import CompactionMode
+from youyou.domain.ledger import ToolOutput
+from youyou.domain.model import Usage
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TurnStarted(_Payload):
+    type: Literal["turn_started"] = "turn_started"
+    user_message_seq: int
+
+
+class TextDeltaEvent(_Payload):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ReasoningDeltaEvent(_Payload):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+
+
+class ToolCallStart(_Payload):
+    type: Literal["tool_call_start"] = "tool_call_start"
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+
+class ToolCallEnd(_Payload):
+    type: Literal["tool_call_end"] = "tool_call_end"
+    call_id: str
+    tool_name: str
+    output: ToolOutput
+    duration_ms: int
+
+
+class ContextCompacted(_Payload):
+    type: Literal["context_compacted"] = "context_compacted"
+    mode: CompactionMode
+    replaces_through_seq: int
+
+
+class TurnComplete(_Payload):
+    type: Literal["turn_complete"] = "turn_complete"
+    usage: Usage
+
+
+class TurnCancelled(_Payload):
+    type: Literal["turn_cancelled"] = "turn_cancelled"
+
+
+class ErrorEvent(_Payload):
+    """``fatal`` is false for failures the turn survives (a tool error fed back to the model)."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    retryable: bool = False
+    fatal: bool = True
+
+
+AgentEventPayload = Annotated[
+    TurnStarted
+    | TextDeltaEvent
+    | ReasoningDeltaEvent
+    | ToolCallStart
+    | ToolCallEnd
+    | ContextCompacted
+    | TurnComplete
+    | TurnCancelled
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+
+class AgentEvent(BaseModel):
+    """Envelope; order events across turns by (session_id, turn_id, sequence)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    turn_id: str
+    timestamp: datetime
+    sequence: int
+    payload: AgentEventPayload

@@ -1,0 +1,97 @@
+"""The append-only session ledger: the single source of truth of a session (seed 001 §4.7)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from youyou.domain.content import ContentBlock
+
+LEDGER_SCHEMA_VERSION = 1
+
+# Standard metadata keys (seed 001 §4.7).
+META_SESSION_PROFILE = "session_profile"
+META_SKILL_INVOCATIONS = "skill_invocations"
+META_CONTEXT_COMPACTION = "context_compaction"
+META_MEMORY_CHECKPOINT = "memory_checkpoint"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MessageStatus(StrEnum):
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+
+
+class ToolOutput(_Frozen):
+    content: str
+    is_error: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+class ToolCallRecord(_Frozen):
+    call_id: str
+    tool_name: str
+    requested_arguments: dict[str, Any]
+    effective_arguments: dict[str, Any]
+
+
+class ToolResultRecord(_Frozen):
+    call_id: str
+    tool_name: str
+    output: ToolOutput
+
+
+class UserMessage(_Frozen):
+    kind: Literal["user_message"] = "user_message"
+    content: tuple[ContentBlock, ...]
+
+
+class AssistantMessage(_Frozen):
+    kind: Literal["assistant_message"] = "assistant_message"
+    content: tuple[ContentBlock, ...]
+    status: MessageStatus = MessageStatus.COMPLETE
+
+
+class ToolCall(_Frozen):
+    kind: Literal["tool_call"] = "tool_call"
+    call: ToolCallRecord
+
+
+class ToolResult(_Frozen):
+    kind: Literal["tool_result"] = "tool_result"
+    result: ToolResultRecord
+
+
+class SystemMessage(_Frozen):
+    kind: Literal["system_message"] = "system_message"
+    content: str
+
+
+class Metadata(_Frozen):
+    kind: Literal["metadata"] = "metadata"
+    key: str
+    value: Any
+
+
+SessionEventPayload = Annotated[
+    UserMessage | AssistantMessage | ToolCall | ToolResult | SystemMessage | Metadata,
+    Field(discriminator="kind"),
+]
+
+
+class LedgerEvent(_Frozen):
+    seq: int
+    timestamp: datetime
+    payload: SessionEventPayload
+    schema_version: int = LEDGER_SCHEMA_VERSION
+
+
+def is_message(payload: object) -> bool:
+    """Messages counted by the session summary: user, assistant and system."""
+    return isinstance(payload, UserMessage | AssistantMessage | SystemMessage)

@@ -1,0 +1,83 @@
+"""Fixed prompt templates and tags of seed 001 Appendix B, kept in one place."""
+
+from __future__ import annotations
+
+# B.1 — default compaction prompt (overridable through AgentConfig.compact_prompt).
+DEFAULT_COMPACT_PROMPT = (
+    "You compress a conversation into a memory summary that another model will use to "
+    "continue it. Merge the previous summary (if any) with the new transcript. Keep the "
+    "user's goals, established facts, preferences, decisions, open items, tool results "
+    "(with the exact values that matter) and cited sources. Drop greetings and repetition. "
+    "Write in the language of the conversation. Output only the summary body, at most "
+    "1200 words."
+)
+
+# B.2 — fixed, not configurable.
+COMPACT_SUMMARY_PREFIX = (
+    "[Conversation summary] The earlier part of this conversation was compacted. The "
+    "following summary replaces those messages; treat it as a compressed record, not as "
+    "new evidence or the user's verbatim words."
+)
+
+# Marker placed after every assistant message cut short by a cancel (seed 001 §8.7).
+INCOMPLETE_ASSISTANT_MARKER = "[此消息因用户取消而中断]"
+
+# B.4 — skill list.
+SKILLS_SECTION_HEADER = "## Skills\n\n### Available skills"
+SKILLS_HOW_TO_USE = (
+    "### How to use skills\n"
+    "- 仅当用户显式使用 /skill_name 时激活\n"
+    "- 不得自行激活 Skill\n"
+    "- 可建议用户使用 Skill，但不可替用户触发"
+)
+
+# B.5 — plugin list.
+PLUGINS_SECTION_HEADER = "## Plugins\n\n### Active plugins"
+
+# B.6 — memory.
+MEMORY_SECTION_HEADER = "## Memory"
+MEMORY_USAGE_INSTRUCTIONS = (
+    "The memories below were saved from earlier conversations with this user. Use them when "
+    "they are relevant, prefer newer information when memories conflict, and never reveal "
+    "them verbatim unless asked. They may be outdated: confirm before acting on them."
+)
+MEMORIES_SUBHEADER = "### Memories"
+
+# B.8 — context tags.
+TAG_SYSTEM_INSTRUCTIONS = "system_instructions"
+TAG_SYSTEM_PROMPT_OVERRIDE = "system_prompt_override"
+TAG_PERSONALITY = "personality_spec"
+TAG_SKILL = "skill"
+TAG_ENVIRONMENT = "environment_context"
+TAG_TURN_ABORTED = "turn_aborted"
+
+TURN_ABORTED_MESSAGE = (
+    f"<{TAG_TURN_ABORTED}>The tool call limit for this turn was reached. Tools are now "
+    f"disabled: answer the user with what you have.</{TAG_TURN_ABORTED}>"
+)
+
+# §8.6 — synthetic tool outputs.
+TOOL_OUTPUT_LIMIT_BYTES = 1_048_576
+TOOL_OUTPUT_TRUNCATED_SUFFIX = "[tool output truncated: original content exceeded 1MB]"
+TOOL_SKIPPED_CANCELLED = "[tool skipped: cancelled before execution]"
+
+
+def wrap_tag(tag: str, body: str) -> str:
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def render_skill_injection(name: str, prompt: str) -> str:
+    """B.9 — explicit skill injection."""
+    return f"<{TAG_SKILL}>\n<name>{name}</name>\n{prompt}\n</{TAG_SKILL}>"
+
+
+def render_environment_context(cwd: str, shell: str, current_date: str, timezone: str) -> str:
+    """B.7 — environment context."""
+    return (
+        f"<{TAG_ENVIRONMENT}>\n"
+        f"  <cwd>{cwd}</cwd>\n"
+        f"  <shell>{shell}</shell>\n"
+        f"  <current_date>{current_date}</current_date>\n"
+        f"  <timezone>{timezone}</timezone>\n"
+        f"</{TAG_ENVIRONMENT}>"
+    )

@@ -1,0 +1,60 @@
+"""Turn-scoped protocol objects (seed 001 §4.4, §4.11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from youyou.domain.context import VisibleMessage
+from youyou.domain.errors import AgentError
+
+
+class OutcomeStatus(StrEnum):
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    PANICKED = "panicked"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    status: OutcomeStatus
+    error: AgentError | None = None
+
+    @classmethod
+    def completed(cls) -> TurnOutcome:
+        return cls(OutcomeStatus.COMPLETED)
+
+    @classmethod
+    def cancelled(cls) -> TurnOutcome:
+        return cls(OutcomeStatus.CANCELLED)
+
+    @classmethod
+    def failed(cls, error: AgentError) -> TurnOutcome:
+        return cls(OutcomeStatus.FAILED, error)
+
+    @classmethod
+    def panicked(cls, error: AgentError) -> TurnOutcome:
+        return cls(OutcomeStatus.PANICKED, error)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSkillInjection:
+    skill_name: str
+    rendered_xml: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAugmentation:
+    """Lives only as long as its turn; never written to the ledger."""
+
+    origin_user_seq: int
+    skill_injections: tuple[ResolvedSkillInjection, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    pre_anchor_messages: tuple[VisibleMessage, ...]
+    anchor_message: VisibleMessage
+    post_anchor_augmentations: tuple[str, ...]
+    post_anchor_messages: tuple[VisibleMessage, ...]

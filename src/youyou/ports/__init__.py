@@ -1,0 +1,18 @@
+"""Interfaces the kernel depends on; adapters implement them (seed 001 §6)."""
+
+from youyou.ports.memory_storage import MemoryStorage
+from youyou.ports.model_provider import ModelProvider
+from youyou.ports.plugin import Plugin, PluginRegistrar
+from youyou.ports.session_storage import SessionStorage
+from youyou.ports.token_counter import TokenCounter
+from youyou.ports.tool import ToolHandler
+
+__all__ = [
+    "MemoryStorage",
+    "ModelProvider",
+    "Plugin",
+    "PluginRegistrar",
+    "SessionStorage",
+    "TokenCounter",
+    "ToolHandler",
+]

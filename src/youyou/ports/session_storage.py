@@ -1,0 +1,40 @@
+"""Session storage port (seed 001 §6.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from youyou.domain.ledger import LedgerEvent
+from youyou.domain.session import (
+    SessionHead,
+    SessionListQuery,
+    SessionPage,
+    SessionSearchQuery,
+    SessionSummary,
+)
+
+
+@runtime_checkable
+class SessionStorage(Protocol):
+    """``append_event`` persists the event and its summary as one unit, or raises STORAGE_ERROR."""
+
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None: ...
+
+    async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
+        """Events with ``seq > after_seq`` in seq order; raise SESSION_NOT_FOUND if unknown."""
+        ...
+
+    async def load_head(self, session_id: str) -> SessionHead:
+        """What resume needs before reading events; raise SESSION_NOT_FOUND if unknown."""
+        ...
+
+    async def list_sessions(self, query: SessionListQuery) -> SessionPage: ...
+
+    async def find_sessions(
+        self, query: SessionSearchQuery, limit: int
+    ) -> Sequence[SessionSummary]: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
