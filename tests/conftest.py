@@ -1,0 +1,62 @@
+"""Shared fixtures: a real SQLite file and a real, throw-away PostgreSQL database.
+
+PostgreSQL tests need a server (``YOUYOU_TEST_PG_URL``, default the local one). Without it they
+are skipped on a developer machine but fail loudly in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+PG_ADMIN_DSN = os.environ.get(
+    "YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+async def _pg_available() -> bool:
+    try:
+        conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=3)
+    except (OSError, asyncpg.PostgresError):
+        return False
+    await conn.close()
+    return True
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'youyou.db'}"
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    if not await _pg_available():
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is required in CI but unreachable at {PG_ADMIN_DSN}")
+        pytest.skip("PostgreSQL not reachable (set YOUYOU_TEST_PG_DSN)")
+    name = f"youyou_t_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(PG_ADMIN_DSN)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    yield f"{base}/{name}"
+    admin = await asyncpg.connect(PG_ADMIN_DSN)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a test once on SQLite and once on PostgreSQL."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    yield request.getfixturevalue(fixture)
