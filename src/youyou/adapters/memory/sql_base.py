@@ -1,0 +1,175 @@
+"""Shared table and CRUD of the SQL memory stores; each dialect adds its own full-text search.
+
+Tables are prefixed ``memories`` and created by ``ensure_schema()`` so the memory store can
+share a database with the session store without touching its migrations.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    case,
+    delete,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.types import TypeDecorator
+
+from youyou.adapters.memory.text_index import index_text
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.memory import Memory
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite keeps no offset of its own)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData()
+
+memories = Table(
+    "memories",
+    metadata,
+    Column(
+        "pk", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    ),
+    Column("namespace", String(255), nullable=False),
+    Column("id", String(255), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("search_text", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("source_session_id", String(255)),
+    Column("source_seq_start", BigInteger),
+    Column("source_seq_end", BigInteger),
+    UniqueConstraint("namespace", "id", name="memories_namespace_id_key"),
+    Index("memories_namespace_updated_idx", "namespace", "updated_at"),
+)
+
+MEMORY_COLUMNS = tuple(c for c in memories.c if c.name not in ("pk", "search_text"))
+
+
+def row_to_memory(row: Row[Any]) -> Memory:
+    m = row._mapping
+    return Memory(**{c.name: m[c.name] for c in MEMORY_COLUMNS})
+
+
+def memory_row(memory: Memory) -> dict[str, Any]:
+    return {**memory.model_dump(), "search_text": index_text(memory.content)}
+
+
+class SqlMemoryStorage(abc.ABC):
+    """CRUD of §6.5 on the ``memories`` table; subclasses implement ``search``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    @asynccontextmanager
+    async def _connect(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection whose database errors surface as STORAGE_ERROR."""
+        try:
+            if write:
+                async with self.engine.begin() as conn:
+                    yield conn
+            else:
+                async with self.engine.connect() as conn:
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise AgentError(
+                ErrorCode.STORAGE_ERROR,
+                f"memory storage failed: {exc}",
+                retryable=True,
+                source=ErrorSource.STORAGE,
+            ) from exc
+
+    async def ensure_schema(self) -> None:
+        async with self._connect(write=True) as conn:
+            await conn.run_sync(metadata.create_all)
+            for statement in self._search_ddl():
+                await conn.exec_driver_sql(statement)
+
+    @abc.abstractmethod
+    def _search_ddl(self) -> Sequence[str]:
+        """Statements (idempotent) creating the dialect's full-text index."""
+
+    @abc.abstractmethod
+    async def search(self, namespace: str, query: str, top_k: int) -> Sequence[Memory]: ...
+
+    async def list_recent(self, namespace: str, limit: int) -> Sequence[Memory]:
+        stmt = (
+            select(*MEMORY_COLUMNS)
+            .where(memories.c.namespace == namespace)
+            .order_by(memories.c.updated_at.desc(), memories.c.pk.desc())
+            .limit(max(limit, 0))
+        )
+        async with self._connect() as conn:
+            return [row_to_memory(r) for r in await conn.execute(stmt)]
+
+    async def list_all(self, namespace: str) -> Sequence[Memory]:
+        stmt = select(*MEMORY_COLUMNS).where(memories.c.namespace == namespace)
+        async with self._connect() as conn:
+            return [row_to_memory(r) for r in await conn.execute(stmt)]
+
+    async def upsert(self, memory: Memory) -> None:
+        """Same content: only ``updated_at`` moves; new content: content, provenance, time."""
+        await self.upsert_many([memory])
+
+    async def upsert_many(self, batch: Sequence[Memory]) -> None:
+        """Bulk form of ``upsert`` (imports, benchmarks); one transaction."""
+        if not batch:
+            return
+        insert = sqlite.insert if self.engine.dialect.name == "sqlite" else postgresql.insert
+        stmt = insert(memories)
+        new = stmt.excluded
+        same = memories.c.content == new.content
+        keep_if_same = {
+            name: case((same, memories.c[name]), else_=new[name])
+            for name in ("content", "search_text", "source_session_id", "source_seq_start",
+                         "source_seq_end")
+        }
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[memories.c.namespace, memories.c.id],
+            set_={**keep_if_same, "updated_at": new.updated_at},
+        )
+        async with self._connect(write=True) as conn:
+            await conn.execute(stmt, [memory_row(m) for m in batch])
+
+    async def delete(self, namespace: str, id: str) -> None:
+        stmt = delete(memories).where(memories.c.namespace == namespace, memories.c.id == id)
+        async with self._connect(write=True) as conn:
+            await conn.execute(stmt)
+
+    async def close(self) -> None:
+        await self.engine.dispose()

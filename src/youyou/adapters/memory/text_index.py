@@ -1,0 +1,57 @@
+"""Language-aware terms for full-text memory search.
+
+Latin-script words stay words (the database stems them). Chinese and Japanese have no spaces,
+so each run of CJK characters becomes overlapping character bigrams, the usual CJK indexing
+unit: most Chinese words are two characters, so "咖啡" matches "我喜欢喝咖啡" through the
+index. Documents also index single characters, so a one-character query still finds them.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TERM = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+
+MAX_QUERY_TERMS = 32
+
+# Frequent English words that only cost time in an OR query (user messages are questions).
+_STOP_WORDS_TEXT = (
+    "a an and are as at be but by can could did do does for from had has have how i if in is "
+    "it its me my of on or our please so than that the their them then there these they this "
+    "to was we were what when where which who why will with would you your"
+)
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
+def _cjk_terms(run: str, *, unigrams: bool) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
+    return [*run, *bigrams] if unigrams else bigrams
+
+
+def _terms(text: str, *, unigrams: bool) -> list[str]:
+    terms: list[str] = []
+    for match in _TERM.finditer(text.lower()):
+        token = match.group()
+        if _CJK_RUN.fullmatch(token):
+            terms.extend(_cjk_terms(token, unigrams=unigrams))
+        else:
+            terms.append(token)
+    return terms
+
+
+def index_text(text: str) -> str:
+    """Space-separated terms stored next to the memory and indexed by the database."""
+    return " ".join(_terms(text, unigrams=True))
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct search terms of a query, stop words dropped, capped to bound search time."""
+    seen: dict[str, None] = {}
+    for term in _terms(text, unigrams=False):
+        if term not in STOP_WORDS:
+            seen.setdefault(term, None)
+    return list(seen)[:MAX_QUERY_TERMS]
