@@ -1,0 +1,117 @@
+"""An in-process ``SessionStorage`` with the semantics of the SQL one, for tests and for
+agents that run without a database. Events are kept as their JSON text, exactly as the SQL
+storage keeps them, so callers can never mutate what was "persisted".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from youyou.adapters.storage.catalog import (
+    SortKey,
+    check_limit,
+    decode_cursor,
+    encode_cursor,
+    matches,
+)
+from youyou.adapters.storage.codec import HeadSlot, decode_event, encode_event, head_slot
+from youyou.adapters.storage.errors import session_not_found, storage_error
+from youyou.domain.ledger import LedgerEvent
+from youyou.domain.session import (
+    SessionHead,
+    SessionListQuery,
+    SessionPage,
+    SessionSearchQuery,
+    SessionSummary,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredEvent:
+    seq: int
+    document: str
+    schema_version: int
+
+    def decode(self) -> LedgerEvent:
+        return decode_event(self.document, self.schema_version)
+
+
+@dataclass(slots=True)
+class _Session:
+    summary: SessionSummary
+    events: list[_StoredEvent] = field(default_factory=list)
+    heads: dict[HeadSlot, _StoredEvent] = field(default_factory=dict)
+
+
+class InMemorySessionStorage:
+    """Every method runs without awaiting, so each call is atomic on the event loop."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
+        action = f"appending event {event.seq} to session {session_id!r}"
+        if summary.session_id != session_id:
+            raise storage_error(f"{action}: summary is for session {summary.session_id!r}")
+        stored = _StoredEvent(event.seq, encode_event(event), event.schema_version)
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = _Session(summary)
+        elif session.events and session.events[-1].seq >= event.seq:
+            raise storage_error(f"{action}: seq does not follow the session's last seq")
+        session.summary = summary
+        session.events.append(stored)
+        slot = head_slot(event)
+        if slot is not None:
+            session.heads[slot] = stored
+
+    async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
+        return [e.decode() for e in self._session(session_id).events if e.seq > after_seq]
+
+    async def load_head(self, session_id: str) -> SessionHead:
+        session = self._session(session_id)
+        profile = session.heads.get(HeadSlot.PROFILE)
+        if profile is None:
+            raise storage_error(f"loading the head of session {session_id!r}: no session_profile")
+        compaction = session.heads.get(HeadSlot.COMPACTION)
+        checkpoint = session.heads.get(HeadSlot.CHECKPOINT)
+        return SessionHead(
+            summary=session.summary,
+            last_seq=session.events[-1].seq,
+            profile=profile.decode(),
+            latest_compaction=compaction.decode() if compaction else None,
+            latest_memory_checkpoint=checkpoint.decode() if checkpoint else None,
+        )
+
+    async def list_sessions(self, query: SessionListQuery) -> SessionPage:
+        check_limit(query.limit)
+        ordered = self._newest_first()
+        if query.cursor is not None:
+            after = decode_cursor(query.cursor)
+            ordered = [s for s in ordered if SortKey.of(s) < after]
+        items = tuple(ordered[: query.limit])
+        more = len(ordered) > query.limit
+        return SessionPage(items, encode_cursor(SortKey.of(items[-1])) if more else None)
+
+    async def find_sessions(
+        self, query: SessionSearchQuery, limit: int
+    ) -> Sequence[SessionSummary]:
+        check_limit(limit)
+        return [s for s in self._newest_first() if matches(s, query)][:limit]
+
+    async def delete_session(self, session_id: str) -> None:
+        if self._sessions.pop(session_id, None) is None:
+            raise session_not_found(session_id)
+
+    def _session(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise session_not_found(session_id)
+        return session
+
+    def _newest_first(self) -> list[SessionSummary]:
+        summaries = (s.summary for s in self._sessions.values())
+        return sorted(summaries, key=SortKey.of, reverse=True)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the session storage schema (run by ``engine.migrate``)."""

@@ -1,0 +1,239 @@
+"""``SessionStorage`` on SQLAlchemy 2 async: SQLite (embedded default) and PostgreSQL.
+
+Each append is one transaction: upsert the session row (summary + head pointers), guarded so
+the seq must move forward, then insert the event. The primary key (session_id, seq) is the
+database-level uniqueness guarantee behind that guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, and_, delete, or_, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from youyou.adapters.storage.catalog import (
+    SortKey,
+    check_limit,
+    decode_cursor,
+    encode_cursor,
+    prefix_upper_bound,
+)
+from youyou.adapters.storage.codec import (
+    HeadSlot,
+    decode_event,
+    encode_event,
+    head_slot,
+    metadata_key,
+)
+from youyou.adapters.storage.engine import SQLITE_IMMEDIATE, create_engine, migrate
+from youyou.adapters.storage.errors import session_not_found, storage_error
+from youyou.adapters.storage.tables import ledger_events, sessions
+from youyou.domain.ledger import LedgerEvent
+from youyou.domain.session import (
+    SearchMode,
+    SessionHead,
+    SessionListQuery,
+    SessionPage,
+    SessionSearchQuery,
+    SessionSummary,
+)
+
+_SLOT_COLUMNS = {
+    HeadSlot.PROFILE: sessions.c.profile_seq,
+    HeadSlot.COMPACTION: sessions.c.compaction_seq,
+    HeadSlot.CHECKPOINT: sessions.c.checkpoint_seq,
+}
+_SUMMARY_COLUMNS = (
+    sessions.c.id,
+    sessions.c.title,
+    sessions.c.created_at,
+    sessions.c.updated_at,
+    sessions.c.message_count,
+)
+_EVENT_COLUMNS = (ledger_events.c.event_json, ledger_events.c.schema_version)
+_NEWEST_FIRST = (sessions.c.updated_at.desc(), sessions.c.id.desc())
+
+
+class SqlSessionStorage:
+    """Open with ``await SqlSessionStorage.open(url)``; it migrates the schema first."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        self._insert = dialect.insert
+
+    @classmethod
+    async def open(cls, url: str) -> SqlSessionStorage:
+        engine = create_engine(url)
+        try:
+            await migrate(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(engine)
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    @asynccontextmanager
+    async def _transaction(
+        self, action: str, *, write: bool = False
+    ) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self._engine.connect() as conn:
+                if write:
+                    conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
+                async with conn.begin():
+                    yield conn
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            raise storage_error(action, exc) from exc
+
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
+        action = f"appending event {event.seq} to session {session_id!r}"
+        if summary.session_id != session_id:
+            raise storage_error(f"{action}: summary is for session {summary.session_id!r}")
+        document = encode_event(event)
+        async with self._transaction(action, write=True) as conn:
+            result = await conn.execute(self._upsert_session(session_id, event, summary))
+            if result.rowcount != 1:
+                raise storage_error(f"{action}: seq does not follow the session's last seq")
+            await conn.execute(
+                ledger_events.insert().values(
+                    session_id=session_id,
+                    seq=event.seq,
+                    timestamp=event.timestamp,
+                    kind=event.payload.kind,
+                    metadata_key=metadata_key(event),
+                    schema_version=event.schema_version,
+                    event_json=document,
+                )
+            )
+
+    def _upsert_session(self, session_id: str, event: LedgerEvent, summary: SessionSummary) -> Any:
+        values: dict[str, Any] = {
+            "title": summary.title,
+            "created_at": summary.created_at,
+            "updated_at": summary.updated_at,
+            "message_count": summary.message_count,
+            "last_seq": event.seq,
+        }
+        slot = head_slot(event)
+        if slot is not None:
+            values[_SLOT_COLUMNS[slot].name] = event.seq
+        stmt = self._insert(sessions).values(id=session_id, **values)
+        return stmt.on_conflict_do_update(
+            index_elements=[sessions.c.id],
+            set_={name: stmt.excluded[name] for name in values},
+            where=sessions.c.last_seq < stmt.excluded.last_seq,
+        )
+
+    async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
+        query = (
+            select(*_EVENT_COLUMNS)
+            .where(ledger_events.c.session_id == session_id, ledger_events.c.seq > after_seq)
+            .order_by(ledger_events.c.seq)
+        )
+        async with self._transaction(f"loading session {session_id!r}") as conn:
+            rows = (await conn.execute(query)).all()
+            if not rows:
+                await self._require_session(conn, session_id)
+        return [decode_event(row.event_json, row.schema_version) for row in rows]
+
+    async def load_head(self, session_id: str) -> SessionHead:
+        action = f"loading the head of session {session_id!r}"
+        async with self._transaction(action) as conn:
+            head = (
+                await conn.execute(
+                    select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *_SLOT_COLUMNS.values()).where(
+                        sessions.c.id == session_id
+                    )
+                )
+            ).one_or_none()
+            if head is None:
+                raise session_not_found(session_id)
+            slots = (head.profile_seq, head.compaction_seq, head.checkpoint_seq)
+            seqs = [seq for seq in slots if seq is not None]
+            rows = (
+                await conn.execute(
+                    select(*_EVENT_COLUMNS, ledger_events.c.seq).where(
+                        ledger_events.c.session_id == session_id, ledger_events.c.seq.in_(seqs)
+                    )
+                )
+            ).all()
+        events = {row.seq: decode_event(row.event_json, row.schema_version) for row in rows}
+        if head.profile_seq not in events:
+            raise storage_error(f"{action}: the session has no session_profile event")
+        return SessionHead(
+            summary=_summary(head),
+            last_seq=head.last_seq,
+            profile=events[head.profile_seq],
+            latest_compaction=events.get(head.compaction_seq),
+            latest_memory_checkpoint=events.get(head.checkpoint_seq),
+        )
+
+    async def list_sessions(self, query: SessionListQuery) -> SessionPage:
+        check_limit(query.limit)
+        stmt = select(*_SUMMARY_COLUMNS).order_by(*_NEWEST_FIRST).limit(query.limit + 1)
+        if query.cursor is not None:
+            after = decode_cursor(query.cursor)
+            key = tuple_(sessions.c.updated_at, sessions.c.id)
+            stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
+        async with self._transaction("listing sessions") as conn:
+            rows = (await conn.execute(stmt)).all()
+        items = tuple(_summary(row) for row in rows[: query.limit])
+        more = len(rows) > query.limit
+        return SessionPage(items, encode_cursor(SortKey.of(items[-1])) if more else None)
+
+    async def find_sessions(
+        self, query: SessionSearchQuery, limit: int
+    ) -> Sequence[SessionSummary]:
+        check_limit(limit)
+        stmt = (
+            select(*_SUMMARY_COLUMNS)
+            .where(_search_predicate(query))
+            .order_by(*_NEWEST_FIRST)
+            .limit(limit)
+        )
+        async with self._transaction("searching sessions") as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [_summary(row) for row in rows]
+
+    async def delete_session(self, session_id: str) -> None:
+        async with self._transaction(f"deleting session {session_id!r}", write=True) as conn:
+            result = await conn.execute(delete(sessions).where(sessions.c.id == session_id))
+            if result.rowcount == 0:
+                raise session_not_found(session_id)
+
+    @staticmethod
+    async def _require_session(conn: AsyncConnection, session_id: str) -> None:
+        found = await conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id))
+        if found is None:
+            raise session_not_found(session_id)
+
+
+def _search_predicate(query: SessionSearchQuery) -> ColumnElement[bool]:
+    by_title = sessions.c.title.icontains(query.text, autoescape=True)
+    if query.mode is SearchMode.TITLE_CONTAINS:
+        return by_title
+    bound = prefix_upper_bound(query.text)
+    by_id = sessions.c.id >= query.text
+    if bound is not None:
+        by_id = and_(by_id, sessions.c.id < bound)
+    return by_id if query.mode is SearchMode.ID_PREFIX else or_(by_id, by_title)
+
+
+def _summary(row: Row[*tuple[Any, ...]]) -> SessionSummary:
+    return SessionSummary(
+        session_id=row.id,
+        title=row.title,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        message_count=row.message_count,
+    )

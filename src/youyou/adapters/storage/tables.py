@@ -1,0 +1,89 @@
+"""The relational schema of session storage (SQLite and PostgreSQL share it).
+
+``migrations/`` creates exactly this schema; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+
+VERSION_TABLE = "youyou_sessions_alembic_version"
+TITLE_TRGM_INDEX = "ix_sessions_title_trgm"
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stored in UTC; read back timezone-aware (SQLite keeps no offset, so order stays lexical)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def session_id_type() -> String:
+    """Code point order on both databases, so an id-prefix search is an index range scan."""
+    return String(255).with_variant(String(255, collation="C"), "postgresql")
+
+
+metadata = MetaData()
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", session_id_type(), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("message_count", BigInteger, nullable=False),
+    Column("last_seq", BigInteger, nullable=False),
+    # seq of the latest session_profile / context_compaction / memory_checkpoint event
+    Column("profile_seq", BigInteger, nullable=True),
+    Column("compaction_seq", BigInteger, nullable=True),
+    Column("checkpoint_seq", BigInteger, nullable=True),
+    PrimaryKeyConstraint("id", name="pk_sessions"),
+    Index("ix_sessions_updated_at_id", "updated_at", "id"),
+)
+
+ledger_events = Table(
+    "ledger_events",
+    metadata,
+    Column(
+        "session_id",
+        session_id_type(),
+        ForeignKey("sessions.id", ondelete="CASCADE", name="fk_ledger_events_session"),
+        nullable=False,
+    ),
+    Column("seq", BigInteger, nullable=False),
+    Column("timestamp", UtcDateTime, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("metadata_key", String(255), nullable=True),
+    Column("schema_version", Integer, nullable=False),
+    # the exact model_dump_json() text (not JSONB: byte-for-byte round trip, key order kept)
+    Column("event_json", Text, nullable=False),
+    # the primary key is the UNIQUE(session_id, seq) guarantee of the ledger
+    PrimaryKeyConstraint("session_id", "seq", name="pk_ledger_events"),
+)
