@@ -28,6 +28,12 @@ class EncodingChoice:
     exact: bool
 
 
+# Families whose own tokenizer ships in no offline package: cl100k_base is a close stand-in.
+_APPROXIMATED_FAMILIES = (
+    *("claude", "llama", "codellama", "qwen", "mistral", "mixtral", "codestral", "ministral"),
+    *("gemma", "gemini", "deepseek", "phi", "command", "glm", "yi", "kimi", "grok"),
+)
+
 # First matching rule wins, so the more specific prefixes come first.
 _RULES: tuple[tuple[tuple[str, ...], EncodingChoice], ...] = (
     (
@@ -40,14 +46,7 @@ _RULES: tuple[tuple[tuple[str, ...], EncodingChoice], ...] = (
     ),
     (("llama-3", "llama3", "meta-llama-3"), EncodingChoice(LLAMA3, exact=True)),
     (("qwen2", "qwen3", "qwq"), EncodingChoice(QWEN, exact=True)),
-    (
-        (
-            "claude", "llama", "codellama", "qwen", "mistral", "mixtral", "codestral",
-            "ministral", "gemma", "gemini", "deepseek", "phi", "command", "glm", "yi", "kimi",
-            "grok",
-        ),
-        EncodingChoice(CL100K_BASE, exact=False),
-    ),
+    (_APPROXIMATED_FAMILIES, EncodingChoice(CL100K_BASE, exact=False)),
 )
 
 _UNKNOWN = EncodingChoice(None, exact=False)
