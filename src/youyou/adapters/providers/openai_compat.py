@@ -1,0 +1,297 @@
+"""Any OpenAI-compatible Chat Completions endpoint through the official ``openai`` SDK.
+
+Covers OpenAI, Azure-style gateways, vLLM, Ollama, llama.cpp server and LM Studio: streaming
+text, reasoning (``reasoning_content`` / ``reasoning`` delta fields of vLLM, DeepSeek, Ollama,
+llama.cpp), tool calls streamed as fragments keyed by ``index``, and usage from the final
+chunk (``stream_options.include_usage``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from youyou.adapters.providers.errors import (
+    IncompleteStream,
+    RetryPolicy,
+    classify_http_error,
+    drive_stream,
+    parse_tool_arguments,
+    transport_error,
+)
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.model import (
+    ChatEvent,
+    ChatRequest,
+    Done,
+    FinishReason,
+    ModelInfo,
+    ModelMessage,
+    ModelMessageRole,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequested,
+    Usage,
+)
+
+NO_API_KEY = "no-key"
+"""Sent when no key is configured: local servers ignore it, the SDK insists on one."""
+
+_FINISH_REASONS = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.ERROR,
+}
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def file_block_text(block: FileContentBlock) -> str:
+    """File text travels as plain text, headed by its name so the model can cite it."""
+    return f"File: {block.file_name}\n\n{block.text}" if block.file_name else block.text
+
+
+def _user_content(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> Any:
+    """A plain string when there is no image (the most widely accepted form), else parts."""
+    if not any(isinstance(b, ImageBlock) for b in blocks):
+        return "\n\n".join(_text_of(b) for b in blocks)
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            url = f"data:{block.mime_type};base64,{block.data_base64}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "text", "text": _text_of(block)})
+    return parts
+
+
+def _text_of(block: TextBlock | ImageBlock | FileContentBlock) -> str:
+    if isinstance(block, FileContentBlock):
+        return file_block_text(block)
+    if isinstance(block, TextBlock):
+        return block.text
+    return f"[image {block.mime_type} omitted]"
+
+
+def _message(message: ModelMessage) -> dict[str, Any]:
+    text = "\n\n".join(_text_of(b) for b in message.content)
+    if message.role is ModelMessageRole.TOOL:
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
+    if message.role is ModelMessageRole.ASSISTANT:
+        out: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.tool_name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        return out
+    if message.role is ModelMessageRole.SYSTEM:
+        return {"role": "system", "content": text}
+    return {"role": "user", "content": _user_content(message.content)}
+
+
+def build_params(request: ChatRequest, api_model: str, *, stream_usage: bool) -> dict[str, Any]:
+    """The Chat Completions body for ``request`` (without ``stream``)."""
+    messages: list[dict[str, Any]] = []
+    if request.system_prompt:
+        messages.append({"role": "system", "content": request.system_prompt})
+    messages.extend(_message(m) for m in request.messages)
+    params: dict[str, Any] = {"model": api_model, "messages": messages}
+    if stream_usage:
+        params["stream_options"] = {"include_usage": True}
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters_schema,
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        params["max_tokens"] = request.max_tokens
+    if request.reasoning_effort is not None:
+        params["reasoning_effort"] = request.reasoning_effort
+    return params
+
+
+@dataclass
+class _PartialCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallAssembler:
+    """Joins tool-call fragments by ``index``: id and name come once, arguments piecewise."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PartialCall] = {}
+
+    def add(self, fragment: ChoiceDeltaToolCall) -> None:
+        call = self._calls.setdefault(fragment.index, _PartialCall())
+        if fragment.id:
+            call.call_id = fragment.id
+        if fragment.function is not None:
+            if fragment.function.name:
+                call.name += fragment.function.name
+            if fragment.function.arguments:
+                call.arguments.append(fragment.function.arguments)
+
+    def complete(self) -> list[ToolCallRequested]:
+        return [
+            ToolCallRequested(
+                call_id=call.call_id or f"call_{index}",
+                tool_name=call.name,
+                arguments=parse_tool_arguments("".join(call.arguments)),
+            )
+            for index, call in sorted(self._calls.items())
+        ]
+
+
+def _reasoning_of(delta: ChoiceDelta) -> str | None:
+    extra = delta.model_extra or {}
+    for name in _REASONING_FIELDS:
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    details = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        reasoning_tokens=details.reasoning_tokens if details is not None else None,
+        total_tokens=usage.total_tokens,
+    )
+
+
+def _classify(exc: Exception) -> ProviderError:
+    if isinstance(exc, openai.APIConnectionError):
+        return transport_error(f"{type(exc).__name__}: {exc.message}")
+    if isinstance(exc, openai.APIStatusError):
+        return classify_http_error(exc.status_code, _api_message(exc), code=exc.code)
+    if isinstance(exc, openai.APIError):  # an error object inside an open stream
+        return classify_http_error(None, exc.message, code=exc.code, error_type=exc.type)
+    if isinstance(exc, IncompleteStream):
+        return transport_error(str(exc))
+    return transport_error(f"{type(exc).__name__}: {exc}")
+
+
+def _api_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return exc.message
+
+
+class OpenAICompatProvider:
+    """A ``ModelProvider`` over one OpenAI-compatible base URL."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        models: Sequence[ModelInfo],
+        base_url: str | None = None,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        stream_usage: bool = True,
+        api_model_names: Mapping[str, str] | None = None,
+    ) -> None:
+        self._provider_id = provider_id
+        self._models = tuple(models)
+        self._retry = retry or RetryPolicy()
+        self._stream_usage = stream_usage
+        self._api_names = dict(api_model_names or {})
+        # Our own retry loop knows whether a token was already delivered; the SDK's does not.
+        self._client = AsyncOpenAI(
+            api_key=api_key or NO_API_KEY,
+            base_url=base_url,
+            default_headers=dict(headers or {}),
+            timeout=timeout_s,
+            max_retries=0,
+        )
+
+    @property
+    def provider_id(self) -> str:
+        return self._provider_id
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
+        params = build_params(
+            request,
+            self._api_names.get(request.model_id, request.model_id),
+            stream_usage=self._stream_usage,
+        )
+        return drive_stream(lambda: self._attempt(params), _classify, self._retry, cancel)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
+        stream = await self._client.chat.completions.create(**params, stream=True)
+        try:
+            calls = ToolCallAssembler()
+            finish: str | None = None
+            usage = Usage()
+            async for chunk in stream:
+                for event in self._events_of(chunk, calls):
+                    yield event
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                finish = next((c.finish_reason for c in chunk.choices if c.finish_reason), finish)
+            if finish is None:
+                raise IncompleteStream("the stream ended without a finish reason")
+            requested = calls.complete()
+            for call in requested:
+                yield call
+            reason = FinishReason.TOOL_CALLS if requested else _FINISH_REASONS.get(finish)
+            if reason is FinishReason.TOOL_CALLS and not requested:
+                reason = FinishReason.STOP
+            yield Done(finish_reason=reason or FinishReason.STOP, usage=usage)
+        finally:
+            await stream.close()
+
+    @staticmethod
+    def _events_of(chunk: ChatCompletionChunk, calls: ToolCallAssembler) -> list[ChatEvent]:
+        events: list[ChatEvent] = []
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if reasoning := _reasoning_of(delta):
+                events.append(ReasoningDelta(text=reasoning))
+            if delta.content:
+                events.append(TextDelta(text=delta.content))
+            for fragment in delta.tool_calls or ():
+                calls.add(fragment)
+        return events

@@ -1,0 +1,1 @@
+"""Protocol-faithful fake model servers for tests (OpenAI and Anthropic wire formats)."""
