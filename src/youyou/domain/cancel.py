@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 
 class CancellationToken:
-    """A one-way flag; a child token is cancelled whenever its parent is."""
+    """A one-way flag; callbacks and child tokens fire once when it is cancelled."""
 
-    __slots__ = ("_children", "_event")
+    __slots__ = ("_callbacks", "_event")
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
-        self._children: list[CancellationToken] = []
+        self._callbacks: list[Callable[[], object]] = []
 
     def cancel(self) -> None:
         if self._event.is_set():
             return
         self._event.set()
-        for child in self._children:
-            child.cancel()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
     @property
     def is_cancelled(self) -> bool:
@@ -28,10 +30,20 @@ class CancellationToken:
     async def wait(self) -> None:
         await self._event.wait()
 
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback`` on cancel (now if already cancelled); returns an unsubscribe."""
+        if self.is_cancelled:
+            callback()
+            return lambda: None
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return remove
+
     def child(self) -> CancellationToken:
         token = CancellationToken()
-        if self.is_cancelled:
-            token.cancel()
-        else:
-            self._children.append(token)
+        self.on_cancel(token.cancel)
         return token

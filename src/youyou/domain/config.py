@@ -7,6 +7,7 @@ event; ``SessionRuntimePolicy`` is re-derived from the current ``AgentConfig`` o
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +26,29 @@ class EnvironmentContext(_Frozen):
     timezone: str
 
 
+class MemoryMode(StrEnum):
+    """When history is compacted automatically (seed 000 session memory modes)."""
+
+    EVERY_N_TURNS = "every_n_turns"
+    CONTEXT_PERCENT = "context_percent"
+    MANUAL = "manual"
+
+
+class SummaryFailurePolicy(StrEnum):
+    TRUNCATE = "truncate"  # kernel default (seed 001): fall back to truncation
+    FAIL = "fail"  # workbench (seed 000): fail and keep the boundary
+
+
+class CompactionPolicy(_Frozen):
+    """One mechanism, several triggers; ``compact_threshold`` of AgentConfig applies too."""
+
+    mode: MemoryMode = MemoryMode.EVERY_N_TURNS
+    every_n_turns: int = 30
+    context_percent: float = 0.70
+    hard_limit: float = 0.95
+    on_summary_failure: SummaryFailurePolicy = SummaryFailurePolicy.TRUNCATE
+
+
 class AgentConfig(_Frozen):
     default_model: str
     memory_namespace: str = "default"
@@ -40,6 +64,7 @@ class AgentConfig(_Frozen):
     memory_checkpoint_interval: int = 10
     memory_max_items: int = 20
     max_active_sessions: int = 1
+    compaction: CompactionPolicy = CompactionPolicy()
 
 
 class SessionConfig(_Frozen):
@@ -99,6 +124,13 @@ def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool])
             raise _config_error(f"{name} must be > 0, got {value}")
     if not 0.0 < config.compact_threshold < 1.0:
         raise _config_error(f"compact_threshold must be in (0, 1), got {config.compact_threshold}")
+    policy = config.compaction
+    if policy.every_n_turns <= 0:
+        raise _config_error(f"compaction.every_n_turns must be > 0, got {policy.every_n_turns}")
+    for name, ratio in (("context_percent", policy.context_percent),
+                        ("hard_limit", policy.hard_limit)):
+        if not 0.0 < ratio <= 1.0:
+            raise _config_error(f"compaction.{name} must be in (0, 1], got {ratio}")
     for name, model in (("compact_model", config.compact_model),
                         ("memory_model", config.memory_model)):
         if model is not None and not has_model(model):

@@ -83,3 +83,30 @@ def rebuild_visible_messages(
         if event.seq > boundary:
             visible.extend(project_event(event))
     return visible
+
+
+class TurnCounter:
+    """Completed turns since the boundary, counted the seed-000 way.
+
+    A turn is complete when its final assistant message is complete: an assistant message
+    followed by tool calls is not final, and a cancelled (incomplete) one does not count.
+    """
+
+    __slots__ = ("_counted", "_pending")
+
+    def __init__(self) -> None:
+        self._counted = 0
+        self._pending = False
+
+    def feed(self, payload: object) -> None:
+        if isinstance(payload, AssistantMessage):
+            self._pending = payload.status is MessageStatus.COMPLETE
+        elif isinstance(payload, ToolCall):
+            self._pending = False
+        elif isinstance(payload, UserMessage) and self._pending:
+            self._counted += 1
+            self._pending = False
+
+    @property
+    def completed(self) -> int:
+        return self._counted + (1 if self._pending else 0)

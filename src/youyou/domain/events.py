@@ -52,9 +52,24 @@ class ContextCompacted(_Payload):
     replaces_through_seq: int
 
 
+class ContextUsage(_Payload):
+    """What the model will see next: tokens of prompt + visible history against the window."""
+
+    tokens: int
+    window: int
+    percent: float
+    can_compact: bool
+
+    @classmethod
+    def of(cls, tokens: int, window: int, can_compact: bool) -> ContextUsage:
+        percent = min(100.0, round(tokens * 100 / window, 1)) if window > 0 else 100.0
+        return cls(tokens=tokens, window=window, percent=percent, can_compact=can_compact)
+
+
 class TurnComplete(_Payload):
     type: Literal["turn_complete"] = "turn_complete"
     usage: Usage
+    context: ContextUsage | None = None
 
 
 class TurnCancelled(_Payload):

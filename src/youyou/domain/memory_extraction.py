@@ -1,4 +1,4 @@
-"""Memory extraction templates (seed 001 B.10/B.11), turn queries and the mutation parser.
+"""Memory extraction templates (seed 001 B.10/B.11), memory merging and the mutation parser.
 
 Pure functions only: the caller injects the clock and the id generator, so the parser can turn
 untrusted model output into ``MemoryMutation`` values without any I/O.
@@ -77,17 +77,7 @@ MEMORY_EXTRACTION_INPUT = """\
 Return the JSON object of mutations now."""
 
 TOOL_RESULT_EXCERPT_CHARS = 2000
-_SKILL_TOKEN = re.compile(r"(?<!\S)/[A-Za-z0-9_][\w-]*(?=\s|$)")
 _FENCE = re.compile(r"```[A-Za-z]*\s*(.*?)```", re.DOTALL)
-
-
-def turn_query(blocks: Sequence[ContentBlock]) -> str:
-    """Search text of a turn: top-level text blocks only, explicit ``/skill`` triggers removed.
-
-    File and image blocks never drive the search (seed 001 §8.8).
-    """
-    texts = (b.text for b in blocks if isinstance(b, TextBlock))
-    return " ".join(_SKILL_TOKEN.sub(" ", "\n".join(texts)).split())
 
 
 def merge_memories(

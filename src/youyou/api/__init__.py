@@ -1,0 +1,1 @@
+"""Public entry points of the kernel."""

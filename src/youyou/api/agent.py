@@ -1,0 +1,67 @@
+"""A built agent: creates and resumes sessions, shuts down (seed 001 §10, §11.3)."""
+
+from __future__ import annotations
+
+import logging
+
+from youyou.api.catalog import SessionCatalog
+from youyou.api.session import SessionHandle
+from youyou.application.agent_control import LifecycleState
+from youyou.application.compaction import Compactor
+from youyou.application.kernel import Kernel
+from youyou.application.session_runtime import SessionRuntime
+from youyou.application.session_service import SessionService
+from youyou.application.turn_engine import TurnEngine
+from youyou.domain.config import SessionConfig
+from youyou.domain.hooks import SessionTerminationMode
+from youyou.domain.model import ModelInfo
+
+logger = logging.getLogger(__name__)
+
+
+class Agent:
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._sessions = SessionService(kernel)
+        self._engine = TurnEngine(kernel, self._sessions)
+        self._compactor = Compactor(kernel, self._sessions)
+        storage = kernel.session_storage
+        self._catalog = (
+            SessionCatalog(storage, kernel.control, self.resume_session)
+            if storage is not None else None
+        )
+
+    @property
+    def lifecycle(self) -> LifecycleState:
+        return self._kernel.control.lifecycle
+
+    def models(self) -> list[ModelInfo]:
+        return self._kernel.models.infos()
+
+    def session_catalog(self) -> SessionCatalog | None:
+        """Only with a registered session storage."""
+        return self._catalog
+
+    def _handle(self, runtime: SessionRuntime) -> SessionHandle:
+        return SessionHandle(runtime, self._engine, self._sessions, self._compactor)
+
+    async def new_session(self, config: SessionConfig | None = None) -> SessionHandle:
+        return self._handle(await self._sessions.create(config or SessionConfig()))
+
+    async def resume_session(self, session_id: str) -> SessionHandle:
+        return self._handle(await self._sessions.resume(session_id))
+
+    async def shutdown(self) -> None:
+        """Cancel, close every session (SessionEnd cannot veto), shut plugins down in reverse."""
+        control = self._kernel.control
+        if not control.begin_shutdown():
+            return
+        for runtime in control.active_runtimes():
+            try:
+                await self._sessions.close(runtime, SessionTerminationMode.SHUTDOWN)
+            except Exception:
+                logger.warning("closing session %s during shutdown failed",
+                               runtime.session_id, exc_info=True)
+                control.release(runtime.session_id)
+        await self._kernel.plugins.shutdown()
+        control.finish_shutdown()

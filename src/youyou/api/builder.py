@@ -1,0 +1,149 @@
+"""Collects registrations, validates them and builds an immutable agent (seed 001 §8.1)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from youyou.api.agent import Agent
+from youyou.application.agent_control import AgentControl
+from youyou.application.kernel import Kernel
+from youyou.application.memory_manager import MemoryManager
+from youyou.application.model_router import ModelRegistry, complete_text
+from youyou.application.plugin_manager import PluginManager
+from youyou.application.prompt_builder import PromptBuilder
+from youyou.application.session_runtime import SessionRuntime
+from youyou.application.token_estimator import ContextTokenEstimator
+from youyou.domain.config import AgentConfig, validate_agent_config
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.model import ChatRequest, ModelInfo
+from youyou.domain.skill import SkillDefinition
+from youyou.ports.memory_storage import MemoryStorage
+from youyou.ports.model_provider import ModelProvider
+from youyou.ports.plugin import Plugin
+from youyou.ports.session_storage import SessionStorage
+from youyou.ports.token_counter import TokenCounter
+from youyou.ports.tool import ToolHandler
+
+TokenCounterFactory = Callable[[str], TokenCounter]
+_SKILL_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-)){0,63}$")
+
+
+def _build_error(code: ErrorCode, message: str) -> AgentError:
+    return AgentError(code, message, source=ErrorSource.AGENT_BUILDER)
+
+
+def _unique(kind: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _build_error(ErrorCode.NAME_CONFLICT, f"{kind} {name!r} is registered twice")
+        seen.add(name)
+
+
+def _default_token_counter(model_id: str) -> TokenCounter:
+    from youyou.adapters.tokens import counter_for_model
+
+    return counter_for_model(model_id)
+
+
+class AgentBuilder:
+    def __init__(self, config: AgentConfig) -> None:
+        self._config = config
+        self._providers: list[ModelProvider] = []
+        self._tools: list[ToolHandler] = []
+        self._skills: list[SkillDefinition] = []
+        self._plugins: list[tuple[Plugin, Any]] = []
+        self._session_storages: list[SessionStorage] = []
+        self._memory_storages: list[MemoryStorage] = []
+        self._token_counter: TokenCounterFactory = _default_token_counter
+
+    def register_model_provider(self, provider: ModelProvider) -> AgentBuilder:
+        self._providers.append(provider)
+        return self
+
+    def register_tool(self, tool: ToolHandler) -> AgentBuilder:
+        self._tools.append(tool)
+        return self
+
+    def register_skill(self, skill: SkillDefinition) -> AgentBuilder:
+        self._skills.append(skill)
+        return self
+
+    def register_plugin(self, plugin: Plugin, config: Any = None) -> AgentBuilder:
+        self._plugins.append((plugin, config))
+        return self
+
+    def register_session_storage(self, storage: SessionStorage) -> AgentBuilder:
+        self._session_storages.append(storage)
+        return self
+
+    def register_memory_storage(self, storage: MemoryStorage) -> AgentBuilder:
+        self._memory_storages.append(storage)
+        return self
+
+    def with_token_counter(self, factory: TokenCounterFactory) -> AgentBuilder:
+        """Token counter per model id (default: offline BPE per model family)."""
+        self._token_counter = factory
+        return self
+
+    async def build(self) -> Agent:
+        if not self._providers:
+            raise _build_error(ErrorCode.NO_MODEL_PROVIDER, "register at least one model provider")
+        _unique("provider", [p.provider_id for p in self._providers])
+        _unique("tool", [t.descriptor.name for t in self._tools])
+        _unique("skill", [s.name for s in self._skills])
+        _unique("plugin", [p.descriptor.id for p, _ in self._plugins])
+        if len(self._session_storages) > 1 or len(self._memory_storages) > 1:
+            raise _build_error(ErrorCode.STORAGE_DUPLICATE,
+                               "at most one session storage and one memory storage")
+        models = ModelRegistry(self._providers)
+        validate_agent_config(self._config, models.has)
+        tools = {t.descriptor.name: t for t in self._tools}
+        for skill in self._skills:
+            self._check_skill(skill, tools)
+        plugins = PluginManager()
+        await plugins.initialize(self._plugins)
+        memory_storage = self._memory_storages[0] if self._memory_storages else None
+
+        async def complete(request: ChatRequest) -> str:
+            return await complete_text(models, request)
+
+        counter_for = self._token_counter
+
+        def estimator_for(model: ModelInfo) -> ContextTokenEstimator:
+            return ContextTokenEstimator(counter_for(model.model_id))
+
+        config = self._config
+        kernel = Kernel(
+            config=config,
+            models=models,
+            tools=tools,
+            skills={s.name: s for s in self._skills},
+            plugins=plugins,
+            session_storage=self._session_storages[0] if self._session_storages else None,
+            memory=MemoryManager(memory_storage, complete),
+            control=AgentControl[SessionRuntime](config.max_active_sessions),
+            prompt_builder=PromptBuilder(
+                system_instructions=config.system_instructions,
+                personality=config.personality,
+                environment=config.environment_context,
+                skills=self._skills,
+                plugins=plugins.descriptors,
+            ),
+            estimator_for=estimator_for,
+        )
+        return Agent(kernel)
+
+    @staticmethod
+    def _check_skill(skill: SkillDefinition, tools: dict[str, ToolHandler]) -> None:
+        if not _SKILL_NAME.match(skill.name) or skill.name.endswith("-"):
+            raise _build_error(ErrorCode.INVALID_CONFIG, f"invalid skill name {skill.name!r}")
+        if not skill.description.strip() or not skill.prompt.strip():
+            raise _build_error(ErrorCode.INVALID_CONFIG,
+                               f"skill {skill.name!r} needs a description and a prompt")
+        missing = [t for t in skill.tool_dependencies if t not in tools]
+        if missing:
+            raise _build_error(ErrorCode.SKILL_DEPENDENCY_NOT_MET,
+                               f"skill {skill.name!r} needs unregistered tools {missing}")

@@ -1,0 +1,102 @@
+"""Handle of an active session (seed 001 §10)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from youyou.api.running_turn import RunningTurn
+from youyou.application.compaction import Compactor, RequestEstimate
+from youyou.application.session_runtime import SessionRuntime, TurnState
+from youyou.application.session_service import SessionService
+from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
+from youyou.domain.config import MemoryMode, ResolvedSessionConfig
+from youyou.domain.content import ContentBlock, TextBlock
+from youyou.domain.context import CompactionRecord
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.events import ContextUsage
+from youyou.domain.hooks import SessionTerminationMode
+from youyou.domain.ledger import LedgerEvent
+from youyou.domain.session import SessionSummary
+
+UserInput = str | Sequence[ContentBlock]
+
+
+def to_blocks(user_input: UserInput) -> tuple[ContentBlock, ...]:
+    if isinstance(user_input, str):
+        return (TextBlock(text=user_input),)
+    return tuple(user_input)
+
+
+class SessionHandle:
+    def __init__(self, runtime: SessionRuntime, engine: TurnEngine, sessions: SessionService,
+                 compactor: Compactor) -> None:
+        self._runtime = runtime
+        self._engine = engine
+        self._sessions = sessions
+        self._compactor = compactor
+
+    @property
+    def session_id(self) -> str:
+        return self._runtime.session_id
+
+    @property
+    def config(self) -> ResolvedSessionConfig:
+        return self._runtime.resolved
+
+    @property
+    def summary(self) -> SessionSummary | None:
+        return self._runtime.summary
+
+    @property
+    def events(self) -> tuple[LedgerEvent, ...]:
+        """The loaded ledger (after a resume: from the latest compaction or checkpoint on)."""
+        return tuple(self._runtime.events)
+
+    @property
+    def memory_mode(self) -> MemoryMode:
+        return self._runtime.compaction.mode
+
+    @property
+    def latest_compaction(self) -> CompactionRecord | None:
+        return self._runtime.context.state.latest_compaction
+
+    @property
+    def is_closed(self) -> bool:
+        return self._runtime.turn_state is TurnState.CLOSED
+
+    async def send_message(
+        self, user_input: UserInput, *, options: TurnOptions | None = None
+    ) -> RunningTurn:
+        """Start a turn; refusals (INPUT_VALIDATION, TURN_BUSY, SKILL_NOT_FOUND) write nothing."""
+        channel = self._engine.start(self._runtime, to_blocks(user_input), options or TurnOptions())
+        return RunningTurn(channel)
+
+    def usage(self) -> ContextUsage:
+        return context_usage(self._runtime, None)
+
+    async def compact(self) -> ContextUsage:
+        """Compact every uncompacted message now (any mode); only refreshes usage if none."""
+        self._require_idle()
+        runtime = self._runtime
+        await self._compactor.compact(
+            runtime, before_seq=None,
+            estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
+        )
+        return self.usage()
+
+    async def set_memory_mode(self, mode: MemoryMode) -> ContextUsage:
+        """Switching to manual compacts at once (seed 000)."""
+        self._require_idle()
+        runtime = self._runtime
+        runtime.compaction = runtime.compaction.model_copy(update={"mode": mode})
+        if mode is MemoryMode.MANUAL:
+            return await self.compact()
+        return self.usage()
+
+    async def close(self) -> None:
+        await self._sessions.close(self._runtime, SessionTerminationMode.CLOSE)
+
+    def _require_idle(self) -> None:
+        if self._runtime.is_running:
+            raise AgentError(ErrorCode.TURN_BUSY, "a turn is running in this session",
+                             source=ErrorSource.TURN_ENGINE)

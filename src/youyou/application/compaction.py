@@ -1,0 +1,188 @@
+"""When and how history is compacted (seed 001 §8.7; seed 000 memory modes and thresholds).
+
+Only ledger messages before the current turn's anchor are ever compacted; the raw events stay
+in the ledger and a ``context_compaction`` metadata event records the new boundary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from youyou.application.kernel import Kernel
+from youyou.application.model_router import complete_text
+from youyou.application.session_runtime import SessionRuntime
+from youyou.application.session_service import SessionService
+from youyou.domain.config import MemoryMode, SummaryFailurePolicy
+from youyou.domain.content import ImageBlock, TextBlock
+from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.events import AgentEventPayload, ContextCompacted
+from youyou.domain.hooks import BeforeCompactPayload
+from youyou.domain.ledger import (
+    META_CONTEXT_COMPACTION,
+    AssistantMessage,
+    Metadata,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
+
+TOOL_RESULT_TRANSCRIPT_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEstimate:
+    """Tokens of a request: history + rendered prompt + augmentation (+ candidate message)."""
+
+    history: int
+    prompt: int
+    augmentation: int
+    candidate: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.history + self.prompt + self.augmentation + self.candidate
+
+
+def should_compact(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
+    """Automatic triggers; ``manual`` turns every automatic one off."""
+    policy = runtime.compaction
+    if policy.mode is MemoryMode.MANUAL:
+        return False
+    window = runtime.model.context_window
+    if estimate.total >= window * runtime.resolved.runtime_policy.compact_threshold:
+        return True
+    if policy.mode is MemoryMode.EVERY_N_TURNS:
+        return runtime.context.turns.completed >= policy.every_n_turns
+    return estimate.total >= window * policy.context_percent
+
+
+def render_transcript(messages: Sequence[VisibleMessage]) -> str:
+    lines: list[str] = []
+    for vm in messages:
+        m = vm.message
+        if isinstance(m, UserMessage | AssistantMessage):
+            role = "user" if isinstance(m, UserMessage) else "assistant"
+            parts = [
+                "[image]" if isinstance(b, ImageBlock)
+                else b.text if isinstance(b, TextBlock)
+                else f"[file {b.file_name or ''}]\n{b.text}"
+                for b in m.content
+            ]
+            lines.append(f"{role}: {' '.join(parts)}")
+        elif isinstance(m, ToolCall):
+            args = json.dumps(m.call.effective_arguments, ensure_ascii=False)
+            lines.append(f"tool_call {m.call.tool_name}({args})")
+        elif isinstance(m, ToolResult):
+            content = m.result.output.content[:TOOL_RESULT_TRANSCRIPT_CHARS]
+            lines.append(f"tool_result {m.result.tool_name}: {content}")
+        elif isinstance(m, SystemMessage):
+            lines.append(f"system: {m.content}")
+    return "\n".join(lines)
+
+
+def summary_input(previous_summary: str | None, messages: Sequence[VisibleMessage]) -> str:
+    return (
+        f"Previous summary / 已有摘要:\n{previous_summary or '(none / 无)'}\n\n"
+        f"New conversation / 新增对话:\n{render_transcript(messages)}"
+    )
+
+
+def truncation_boundary(
+    messages: Sequence[VisibleMessage], tokens: Callable[[VisibleMessage], int], budget: int
+) -> int | None:
+    """Seq of the last dropped message so the kept suffix is the longest that fits ``budget``.
+
+    The suffix never starts with a tool result whose call was dropped.
+    """
+    kept = 0
+    cut = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        kept += tokens(messages[index])
+        if kept > budget:
+            break
+        cut = index
+    while cut < len(messages) and isinstance(messages[cut].message, ToolResult):
+        cut += 1
+    if cut == 0:
+        return None
+    seq = messages[cut - 1].source_seq
+    return seq
+
+
+class Compactor:
+    def __init__(self, kernel: Kernel, sessions: SessionService) -> None:
+        self._kernel = kernel
+        self._sessions = sessions
+
+    async def compact(
+        self,
+        runtime: SessionRuntime,
+        *,
+        before_seq: int | None,
+        estimate: RequestEstimate,
+        emit: Callable[[AgentEventPayload], None] | None = None,
+    ) -> CompactionRecord | None:
+        """Compact messages before ``before_seq`` (all if None); None if nothing to compact."""
+        context = runtime.context
+        messages = context.compactable(before_seq)
+        if not messages:
+            return None
+        abort = await self._kernel.plugins.before_compact(
+            lambda cfg: BeforeCompactPayload(
+                runtime.session_id, len(messages), estimate.history, estimate.total, cfg
+            )
+        )
+        record: CompactionRecord | None = None
+        if abort is None:
+            record = await self._summarize(runtime, messages)
+        if record is None:
+            pinned = estimate.total - sum(context.estimator.message_tokens(m) for m in messages)
+            budget = int(runtime.model.context_window
+                         * runtime.resolved.runtime_policy.compact_threshold) - pinned
+            boundary = truncation_boundary(messages, context.estimator.message_tokens, budget)
+            if boundary is None:
+                return None
+            record = CompactionRecord(mode=CompactionMode.TRUNCATION_FALLBACK,
+                                      replaces_through_seq=boundary)
+        await self._sessions.record(runtime, Metadata(
+            key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json")
+        ))
+        context.rebuild(runtime.events, record)
+        if emit is not None:
+            emit(ContextCompacted(mode=record.mode,
+                                  replaces_through_seq=record.replaces_through_seq))
+        return record
+
+    async def _summarize(
+        self, runtime: SessionRuntime, messages: Sequence[VisibleMessage]
+    ) -> CompactionRecord | None:
+        policy = runtime.resolved.runtime_policy
+        previous = runtime.context.state.latest_compaction
+        request = ChatRequest(
+            model_id=policy.compact_model_id,
+            system_prompt=policy.compact_prompt,
+            messages=(ModelMessage(
+                role=ModelMessageRole.USER,
+                content=(TextBlock(text=summary_input(
+                    previous.summary_body if previous else None, messages)),),
+            ),),
+        )
+        failure: str
+        try:
+            body = (await complete_text(self._kernel.models, request)).strip()
+            failure = "the model returned an empty summary"
+        except AgentError as err:
+            body, failure = "", err.message
+        if body:
+            return CompactionRecord(mode=CompactionMode.SUMMARY,
+                                    replaces_through_seq=messages[-1].source_seq or 0,
+                                    summary_body=body)
+        if runtime.compaction.on_summary_failure is SummaryFailurePolicy.FAIL:
+            raise AgentError(ErrorCode.COMPACT_ERROR, f"summary failed: {failure}",
+                             retryable=True, source=ErrorSource.CONTEXT_MANAGER)
+        return None

@@ -1,0 +1,83 @@
+"""Consumes one provider response into a collected result, honouring cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from youyou.application.model_router import ModelRegistry
+from youyou.application.turn_stream import TurnChannel
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.events import ReasoningDeltaEvent, TextDeltaEvent
+from youyou.domain.model import (
+    ChatError,
+    ChatRequest,
+    Done,
+    FinishReason,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequested,
+    Usage,
+)
+from youyou.domain.tool import RequestedToolCall
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    text: list[str] = field(default_factory=list)
+    tool_calls: list[RequestedToolCall] = field(default_factory=list)
+    finish_reason: FinishReason | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: ProviderError | None = None
+    cancelled: bool = False
+
+    @property
+    def full_text(self) -> str:
+        return "".join(self.text)
+
+
+async def stream_response(
+    models: ModelRegistry, request: ChatRequest, channel: TurnChannel
+) -> ModelResponse:
+    """Forward deltas as they arrive; a cancel interrupts the stream at once."""
+    provider = models.route(request.model_id).provider
+    response = ModelResponse()
+
+    async def consume() -> None:
+        async for event in provider.chat(request, channel.cancel_token):
+            if isinstance(event, TextDelta):
+                response.text.append(event.text)
+                channel.emit(TextDeltaEvent.model_construct(type="text_delta", text=event.text))
+            elif isinstance(event, ReasoningDelta):
+                channel.emit(ReasoningDeltaEvent(text=event.text))
+            elif isinstance(event, ToolCallRequested):
+                response.tool_calls.append(RequestedToolCall(
+                    call_id=event.call_id, tool_name=event.tool_name,
+                    requested_arguments=event.arguments,
+                ))
+            elif isinstance(event, Done):
+                response.finish_reason = event.finish_reason
+                response.usage = event.usage
+            elif isinstance(event, ChatError):
+                response.error = event.error
+                return
+
+    task = asyncio.ensure_future(consume())
+    unsubscribe = channel.cancel_token.on_cancel(task.cancel)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not channel.cancel_token.is_cancelled:
+            raise
+        response.cancelled = True
+    except AgentError:
+        raise
+    except Exception as exc:
+        raise AgentError(ErrorCode.PROVIDER_ERROR, f"provider failed: {exc}", retryable=True,
+                         source=ErrorSource.PROVIDER) from exc
+    finally:
+        unsubscribe()
+    if response.finish_reason is FinishReason.CANCELLED or channel.cancel_token.is_cancelled:
+        response.cancelled = True
+    return response

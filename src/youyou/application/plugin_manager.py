@@ -1,0 +1,216 @@
+"""Plugin lifecycle and typed hook chains (seed 001 §6.3, §7, §8.9)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.hooks import (
+    Abort,
+    AfterToolUseHandler,
+    AfterToolUsePayload,
+    BeforeCompactHandler,
+    BeforeCompactPayload,
+    BeforeToolUseHandler,
+    BeforeToolUsePatch,
+    BeforeToolUsePayload,
+    Continue,
+    ContinueWith,
+    HookKind,
+    PluginDescriptor,
+    SessionEndHandler,
+    SessionEndPayload,
+    SessionStartHandler,
+    SessionStartPayload,
+    TurnEndHandler,
+    TurnEndPayload,
+    TurnStartHandler,
+    TurnStartPatch,
+    TurnStartPayload,
+)
+from youyou.ports.plugin import Plugin
+
+logger = logging.getLogger(__name__)
+
+Payload = TypeVar("Payload")
+Result = TypeVar("Result")
+
+
+@dataclass(slots=True)
+class _Hooks:
+    session_start: list[tuple[str, Any, SessionStartHandler]] = field(default_factory=list)
+    session_end: list[tuple[str, Any, SessionEndHandler]] = field(default_factory=list)
+    turn_start: list[tuple[str, Any, TurnStartHandler]] = field(default_factory=list)
+    turn_end: list[tuple[str, Any, TurnEndHandler]] = field(default_factory=list)
+    before_tool_use: list[tuple[str, Any, BeforeToolUseHandler]] = field(default_factory=list)
+    after_tool_use: list[tuple[str, Any, AfterToolUseHandler]] = field(default_factory=list)
+    before_compact: list[tuple[str, Any, BeforeCompactHandler]] = field(default_factory=list)
+
+
+class _Registrar:
+    """Restricted to one plugin; records which hooks it actually tapped."""
+
+    def __init__(self, plugin_id: str, config: Any, hooks: _Hooks) -> None:
+        self._id = plugin_id
+        self._config = config
+        self._hooks = hooks
+        self.tapped: set[HookKind] = set()
+
+    def tap_session_start(self, handler: SessionStartHandler) -> None:
+        self.tapped.add(HookKind.SESSION_START)
+        self._hooks.session_start.append((self._id, self._config, handler))
+
+    def tap_session_end(self, handler: SessionEndHandler) -> None:
+        self.tapped.add(HookKind.SESSION_END)
+        self._hooks.session_end.append((self._id, self._config, handler))
+
+    def tap_turn_start(self, handler: TurnStartHandler) -> None:
+        self.tapped.add(HookKind.TURN_START)
+        self._hooks.turn_start.append((self._id, self._config, handler))
+
+    def tap_turn_end(self, handler: TurnEndHandler) -> None:
+        self.tapped.add(HookKind.TURN_END)
+        self._hooks.turn_end.append((self._id, self._config, handler))
+
+    def tap_before_tool_use(self, handler: BeforeToolUseHandler) -> None:
+        self.tapped.add(HookKind.BEFORE_TOOL_USE)
+        self._hooks.before_tool_use.append((self._id, self._config, handler))
+
+    def tap_after_tool_use(self, handler: AfterToolUseHandler) -> None:
+        self.tapped.add(HookKind.AFTER_TOOL_USE)
+        self._hooks.after_tool_use.append((self._id, self._config, handler))
+
+    def tap_before_compact(self, handler: BeforeCompactHandler) -> None:
+        self.tapped.add(HookKind.BEFORE_COMPACT)
+        self._hooks.before_compact.append((self._id, self._config, handler))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStartOutcome:
+    dynamic_sections: tuple[str, ...]
+    abort: Abort | None
+
+
+@dataclass(frozen=True, slots=True)
+class BeforeToolUseOutcome:
+    arguments: dict[str, Any]
+    abort: Abort | None
+
+
+def _hook_failed(plugin_id: str, kind: HookKind, exc: Exception) -> AgentError:
+    return AgentError(
+        ErrorCode.PLUGIN_ABORTED,
+        f"plugin {plugin_id!r} {kind.value} hook raised {type(exc).__name__}: {exc}",
+        source=ErrorSource.PLUGIN_MANAGER,
+    )
+
+
+class PluginManager:
+    def __init__(self) -> None:
+        self._plugins: list[Plugin] = []
+        self._hooks = _Hooks()
+
+    @property
+    def descriptors(self) -> list[PluginDescriptor]:
+        return [p.descriptor for p in self._plugins]
+
+    async def initialize(self, plugins: Sequence[tuple[Plugin, Any]]) -> None:
+        """Initialize in registration order, then apply; any failure is PLUGIN_INIT_FAILED."""
+        for plugin, config in plugins:
+            descriptor = plugin.descriptor
+            try:
+                await plugin.initialize(config)
+                registrar = _Registrar(descriptor.id, config, self._hooks)
+                plugin.apply(registrar)
+            except Exception as exc:
+                raise AgentError(
+                    ErrorCode.PLUGIN_INIT_FAILED,
+                    f"plugin {descriptor.id!r} failed to initialize: {exc}",
+                    source=ErrorSource.PLUGIN_MANAGER,
+                ) from exc
+            if registrar.tapped != set(descriptor.tapped_hooks):
+                raise AgentError(
+                    ErrorCode.PLUGIN_INIT_FAILED,
+                    f"plugin {descriptor.id!r} declared hooks "
+                    f"{sorted(descriptor.tapped_hooks)} but tapped {sorted(registrar.tapped)}",
+                    source=ErrorSource.PLUGIN_MANAGER,
+                )
+            self._plugins.append(plugin)
+
+    async def shutdown(self) -> None:
+        """Shut plugins down in reverse order; a failure is logged, never blocks the rest."""
+        for plugin in reversed(self._plugins):
+            try:
+                await plugin.shutdown()
+            except Exception:
+                logger.exception("plugin %s failed to shut down", plugin.descriptor.id)
+
+    async def _observe(
+        self,
+        kind: HookKind,
+        chain: Sequence[tuple[str, Any, Callable[[Payload], Awaitable[Continue | Abort]]]],
+        build: Callable[[Any], Payload],
+    ) -> Abort | None:
+        for plugin_id, config, handler in chain:
+            try:
+                result = await handler(build(config))
+            except Exception as exc:
+                raise _hook_failed(plugin_id, kind, exc) from exc
+            if isinstance(result, Abort):
+                return result
+        return None
+
+    async def session_start(self, session_id: str, model_id: str) -> Abort | None:
+        return await self._observe(
+            HookKind.SESSION_START,
+            self._hooks.session_start,
+            lambda cfg: SessionStartPayload(session_id, model_id, cfg),
+        )
+
+    async def session_end(self, build: Callable[[Any], SessionEndPayload]) -> Abort | None:
+        return await self._observe(HookKind.SESSION_END, self._hooks.session_end, build)
+
+    async def turn_end(self, build: Callable[[Any], TurnEndPayload]) -> Abort | None:
+        return await self._observe(HookKind.TURN_END, self._hooks.turn_end, build)
+
+    async def after_tool_use(self, build: Callable[[Any], AfterToolUsePayload]) -> Abort | None:
+        return await self._observe(HookKind.AFTER_TOOL_USE, self._hooks.after_tool_use, build)
+
+    async def before_compact(self, build: Callable[[Any], BeforeCompactPayload]) -> Abort | None:
+        return await self._observe(HookKind.BEFORE_COMPACT, self._hooks.before_compact, build)
+
+    @property
+    def has_before_tool_use(self) -> bool:
+        return bool(self._hooks.before_tool_use)
+
+    async def turn_start(self, build: Callable[[Any, tuple[str, ...]], TurnStartPayload]
+                         ) -> TurnStartOutcome:
+        sections: tuple[str, ...] = ()
+        for plugin_id, config, handler in self._hooks.turn_start:
+            try:
+                result = await handler(build(config, sections))
+            except Exception as exc:
+                raise _hook_failed(plugin_id, HookKind.TURN_START, exc) from exc
+            if isinstance(result, Abort):
+                return TurnStartOutcome(sections, result)
+            if isinstance(result, ContinueWith) and isinstance(result.patch, TurnStartPatch):
+                sections = sections + tuple(result.patch.append_dynamic_sections)
+        return TurnStartOutcome(sections, None)
+
+    async def before_tool_use(
+        self, build: Callable[[Any, dict[str, Any]], BeforeToolUsePayload], arguments: dict[str, Any]
+    ) -> BeforeToolUseOutcome:
+        """Handlers patch ``current_arguments`` in registration order."""
+        for plugin_id, config, handler in self._hooks.before_tool_use:
+            try:
+                result = await handler(build(config, arguments))
+            except Exception as exc:
+                raise _hook_failed(plugin_id, HookKind.BEFORE_TOOL_USE, exc) from exc
+            if isinstance(result, Abort):
+                return BeforeToolUseOutcome(arguments, result)
+            if isinstance(result, ContinueWith) and isinstance(result.patch, BeforeToolUsePatch):
+                arguments = dict(result.patch.arguments)
+        return BeforeToolUseOutcome(arguments, None)

@@ -1,0 +1,252 @@
+"""Session use cases: create, resume, record, close (seed 001 §8.2, §9, §11.3)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from youyou.application.context_manager import ContextManager
+from youyou.application.kernel import Kernel
+from youyou.application.session_runtime import SessionRuntime, TurnState
+from youyou.domain.config import (
+    ResolvedSessionConfig,
+    SessionConfig,
+    SessionPinnedConfig,
+    resolve_session_pinned_config,
+    resolve_session_runtime_policy,
+)
+from youyou.domain.context import CompactionRecord
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.hooks import SessionEndPayload, SessionTerminationMode
+from youyou.domain.ledger import (
+    LEDGER_SCHEMA_VERSION,
+    META_MEMORY_CHECKPOINT,
+    META_SESSION_PROFILE,
+    LedgerEvent,
+    Metadata,
+    SessionEventPayload,
+    UserMessage,
+)
+from youyou.domain.session import next_summary
+
+logger = logging.getLogger(__name__)
+
+
+def _storage_error(exc: Exception) -> AgentError:
+    return AgentError(
+        ErrorCode.STORAGE_ERROR, f"storage failed: {exc}", retryable=True,
+        source=ErrorSource.SESSION_SERVICE,
+    )
+
+
+class SessionService:
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._write_locks: dict[str, asyncio.Lock] = {}
+
+    # -- ledger writes -------------------------------------------------------------------
+
+    async def record(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
+        """Persist first, then update memory (seed 001 §9.1); on failure nothing changes."""
+        lock = self._write_locks.setdefault(runtime.session_id, asyncio.Lock())
+        async with lock:
+            event = LedgerEvent.model_construct(
+                seq=runtime.last_seq + 1,
+                timestamp=self._kernel.clock(),
+                payload=payload,
+                schema_version=LEDGER_SCHEMA_VERSION,
+            )
+            summary = next_summary(runtime.summary, runtime.session_id, event)
+            storage = self._kernel.session_storage
+            if storage is not None:
+                try:
+                    await storage.append_event(runtime.session_id, event, summary)
+                except AgentError:
+                    raise
+                except Exception as exc:
+                    raise _storage_error(exc) from exc
+            runtime.events.append(event)
+            runtime.last_seq = event.seq
+            runtime.summary = summary
+            runtime.context.append(event)
+            return event
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def _runtime(self, session_id: str, resolved: ResolvedSessionConfig) -> SessionRuntime:
+        model = self._kernel.models.route(resolved.pinned.model_id).info
+        return SessionRuntime(
+            session_id=session_id,
+            resolved=resolved,
+            model=model,
+            context=ContextManager(self._kernel.estimator_for(model)),
+            compaction=self._kernel.config.compaction,
+        )
+
+    async def create(self, session_config: SessionConfig) -> SessionRuntime:
+        kernel = self._kernel
+        session_id = str(uuid.uuid4())
+        reservation = kernel.control.claim(session_id)
+        try:
+            pinned = resolve_session_pinned_config(kernel.config, session_config, kernel.models.has)
+            policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
+            runtime = self._runtime(session_id, ResolvedSessionConfig(pinned=pinned,
+                                                                      runtime_policy=policy))
+            await self.record(runtime, Metadata(key=META_SESSION_PROFILE,
+                                                value=pinned.model_dump(mode="json")))
+            try:
+                abort = await kernel.plugins.session_start(session_id, pinned.model_id)
+            except AgentError:
+                await self._roll_back_storage(session_id)
+                raise
+            if abort is not None:
+                await self._roll_back_storage(session_id)
+                raise AgentError(
+                    ErrorCode.PLUGIN_ABORTED,
+                    f"session start aborted by a plugin: {abort.reason}",
+                    source=ErrorSource.SESSION_SERVICE,
+                )
+            await self._load_bootstrap(runtime)
+            kernel.control.commit(reservation, runtime)
+            return runtime
+        except BaseException:
+            kernel.control.rollback(reservation)
+            self._write_locks.pop(session_id, None)
+            raise
+
+    async def _roll_back_storage(self, session_id: str) -> None:
+        storage = self._kernel.session_storage
+        if storage is None:
+            return
+        try:
+            await storage.delete_session(session_id)
+        except Exception as exc:
+            raise AgentError(
+                ErrorCode.STORAGE_ERROR,
+                f"could not roll back aborted session {session_id}: {exc}",
+                source=ErrorSource.SESSION_SERVICE,
+            ) from exc
+
+    async def _load_bootstrap(self, runtime: SessionRuntime) -> None:
+        memory = self._kernel.memory
+        if memory.enabled:
+            runtime.memory_state.bootstrap_memories = await memory.load_bootstrap_memories(
+                runtime.resolved.pinned.memory_namespace,
+                runtime.resolved.runtime_policy.memory_max_items,
+            )
+
+    async def resume(self, session_id: str) -> SessionRuntime:
+        """Rebuild from the session profile, the latest compaction and the events after it."""
+        kernel = self._kernel
+        storage = kernel.session_storage
+        if storage is None:
+            raise AgentError(
+                ErrorCode.SESSION_NOT_FOUND,
+                "resume needs a session storage",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        reservation = kernel.control.claim(session_id)
+        try:
+            head = await storage.load_head(session_id)
+            profile = head.profile.payload
+            assert isinstance(profile, Metadata)
+            pinned = SessionPinnedConfig.model_validate(profile.value)
+            policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
+            runtime = self._runtime(session_id, ResolvedSessionConfig(pinned=pinned,
+                                                                      runtime_policy=policy))
+            compaction = _metadata_value(head.latest_compaction)
+            record = CompactionRecord.model_validate(compaction) if compaction else None
+            checkpoint = _metadata_value(head.latest_memory_checkpoint) or {}
+            runtime.last_memory_checkpoint_seq = int(checkpoint.get("last_seq", 0))
+            boundary = record.replaces_through_seq if record else 0
+            after = min(boundary, runtime.last_memory_checkpoint_seq)
+            runtime.events = list(await storage.load_events(session_id, after))
+            runtime.last_seq = head.last_seq
+            runtime.summary = head.summary
+            runtime.context.rebuild(runtime.events, record)
+            runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
+                1 for e in runtime.events
+                if e.seq > runtime.last_memory_checkpoint_seq and isinstance(e.payload, UserMessage)
+            )
+            await self._load_bootstrap(runtime)
+            kernel.control.commit(reservation, runtime)
+            return runtime
+        except BaseException:
+            kernel.control.rollback(reservation)
+            raise
+
+    async def close(self, runtime: SessionRuntime, mode: SessionTerminationMode) -> None:
+        """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release."""
+        if runtime.turn_state is TurnState.CLOSED:
+            return
+        turn = runtime.running_turn
+        if turn is not None:
+            turn.cancel()
+            await turn.join()
+        try:
+            abort = await self._kernel.plugins.session_end(
+                lambda cfg: SessionEndPayload(
+                    runtime.session_id,
+                    runtime.summary.message_count if runtime.summary else 0,
+                    mode,
+                    cfg,
+                )
+            )
+        except AgentError:
+            if mode is SessionTerminationMode.CLOSE:
+                raise
+            logger.warning("SessionEnd hook failed during shutdown", exc_info=True)
+            abort = None
+        if abort is not None:
+            if mode is SessionTerminationMode.CLOSE:
+                raise AgentError(
+                    ErrorCode.PLUGIN_ABORTED,
+                    f"close aborted by a plugin: {abort.reason}",
+                    source=ErrorSource.SESSION_SERVICE,
+                )
+            logger.warning("SessionEnd abort ignored during shutdown: %s", abort.reason)
+        runtime.turn_state = TurnState.CLOSING
+        if runtime.background:
+            await asyncio.gather(*runtime.background, return_exceptions=True)
+        try:
+            await self.extract_memories(runtime)
+        except Exception:
+            logger.warning("memory extraction on close failed", exc_info=True)
+        runtime.cancel.cancel()
+        runtime.turn_state = TurnState.CLOSED
+        self._write_locks.pop(runtime.session_id, None)
+        self._kernel.control.release(runtime.session_id)
+
+    async def extract_memories(self, runtime: SessionRuntime) -> None:
+        """list_all → model → upsert/delete → Metadata(memory_checkpoint) (seed 001 §8.8)."""
+        memory = self._kernel.memory
+        if not memory.enabled:
+            return
+        current = runtime.last_seq
+        window = [
+            e for e in runtime.events
+            if runtime.last_memory_checkpoint_seq < e.seq <= current and not isinstance(
+                e.payload, Metadata)
+        ]
+        if not window:
+            return
+        policy = runtime.resolved.runtime_policy
+        await memory.run_extraction(
+            session_id=runtime.session_id,
+            events=window,
+            namespace=runtime.resolved.pinned.memory_namespace,
+            model_id=policy.memory_model_id,
+        )
+        await self.record(runtime, Metadata(
+            key=META_MEMORY_CHECKPOINT, value={"last_seq": current, "turn_index": runtime.turn_index}
+        ))
+        runtime.last_memory_checkpoint_seq = current
+
+
+def _metadata_value(event: LedgerEvent | None) -> Any:
+    if event is None:
+        return None
+    payload = event.payload
+    return payload.value if isinstance(payload, Metadata) else None

@@ -1,0 +1,204 @@
+"""Tool batch execution (seed 001 §8.6).
+
+A batch runs concurrently only if every call is read-only; one mutating call makes the whole
+batch serial. Whatever the completion order, results are committed (AfterToolUse, ledger,
+ToolCallEnd) in the model's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from youyou.application.plugin_manager import PluginManager
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.events import AgentEventPayload, ErrorEvent, ToolCallEnd, ToolCallStart
+from youyou.domain.hooks import AfterToolUsePayload, BeforeToolUsePayload
+from youyou.domain.ledger import (
+    SessionEventPayload,
+    ToolCall,
+    ToolCallRecord,
+    ToolOutput,
+    ToolResult,
+    ToolResultRecord,
+)
+from youyou.domain.templates import TOOL_SKIPPED_CANCELLED
+from youyou.domain.tool import (
+    RequestedToolCall,
+    ResolvedToolCall,
+    ToolInput,
+    truncate_tool_output,
+)
+from youyou.ports.tool import ToolHandler
+
+CANCELLED_OUTPUT = ToolOutput(
+    content=TOOL_SKIPPED_CANCELLED,
+    is_error=True,
+    metadata={"synthetic": True, "skipped": True, "reason": "cancelled_before_execution"},
+)
+STOPPED_OUTPUT = ToolOutput(
+    content="[tool skipped: a plugin stopped the tool loop]",
+    is_error=True,
+    metadata={"synthetic": True, "skipped": True, "reason": "after_tool_use_abort"},
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchContext:
+    session_id: str
+    turn_id: str
+    cancel: CancellationToken
+    timeout_s: float
+    tools: Mapping[str, ToolHandler]
+    record: Callable[[SessionEventPayload], Awaitable[object]]
+    emit: Callable[[AgentEventPayload], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    outputs: tuple[ToolOutput, ...]
+    stop_loop: bool  # an AfterToolUse hook aborted: no further request with tools
+
+
+@dataclass(slots=True)
+class _Call:
+    resolved: ResolvedToolCall
+    preset: ToolOutput | None  # synthetic result decided before execution
+    output: ToolOutput | None = None
+    duration_ms: int = 0
+
+
+def _error_output(code: ErrorCode, message: str) -> ToolOutput:
+    return ToolOutput(content=f"{code.value}: {message}", is_error=True,
+                      metadata={"error_code": code.value})
+
+
+class ToolDispatcher:
+    def __init__(self, plugins: PluginManager) -> None:
+        self._plugins = plugins
+
+    async def run_batch(self, ctx: BatchContext, batch: Sequence[RequestedToolCall]) -> BatchResult:
+        calls = [await self._resolve(ctx, requested) for requested in batch]
+        if any(c.resolved.mutating for c in calls):
+            return await self._run_serial(ctx, calls)
+        return await self._run_concurrent(ctx, calls)
+
+    async def _resolve(self, ctx: BatchContext, requested: RequestedToolCall) -> _Call:
+        handler = ctx.tools.get(requested.tool_name)
+        arguments = requested.requested_arguments
+        preset: ToolOutput | None = None
+        if self._plugins.has_before_tool_use:
+            outcome = await self._plugins.before_tool_use(
+                lambda cfg, current: BeforeToolUsePayload(
+                    ctx.session_id, ctx.turn_id, requested.call_id, requested.tool_name,
+                    requested.requested_arguments, current, cfg,
+                ),
+                dict(arguments),
+            )
+            arguments = outcome.arguments
+            if outcome.abort is not None:
+                preset = ToolOutput(
+                    content=f"[tool call blocked by a plugin: {outcome.abort.reason}]",
+                    is_error=True,
+                    metadata={"synthetic": True, "reason": "before_tool_use_abort"},
+                )
+        if handler is None and preset is None:
+            preset = _error_output(ErrorCode.TOOL_NOT_FOUND,
+                                   f"tool {requested.tool_name!r} is not registered")
+        resolved = ResolvedToolCall(
+            call_id=requested.call_id,
+            tool_name=requested.tool_name,
+            requested_arguments=requested.requested_arguments,
+            effective_arguments=arguments,
+            mutating=handler.descriptor.mutating if handler is not None else False,
+        )
+        return _Call(resolved, preset)
+
+    async def _start(self, ctx: BatchContext, call: _Call) -> None:
+        r = call.resolved
+        ctx.emit(ToolCallStart(call_id=r.call_id, tool_name=r.tool_name,
+                               arguments=r.effective_arguments))
+        await ctx.record(ToolCall(call=ToolCallRecord(
+            call_id=r.call_id, tool_name=r.tool_name,
+            requested_arguments=r.requested_arguments, effective_arguments=r.effective_arguments,
+        )))
+
+    async def _execute(self, ctx: BatchContext, call: _Call) -> None:
+        if call.preset is not None:
+            call.output = call.preset
+            return
+        if ctx.cancel.is_cancelled:
+            call.output = CANCELLED_OUTPUT
+            return
+        r = call.resolved
+        handler = ctx.tools[r.tool_name]
+        started = time.perf_counter()
+        tool_input = ToolInput(session_id=ctx.session_id, turn_id=ctx.turn_id,
+                               call_id=r.call_id, arguments=r.effective_arguments)
+        try:
+            # Running tools are never killed by a cancel: they get the token and finish.
+            async with asyncio.timeout(ctx.timeout_s):
+                output = await handler.call(tool_input, ctx.cancel)
+        except TimeoutError:
+            output = _error_output(ErrorCode.TOOL_TIMEOUT,
+                                   f"tool {r.tool_name!r} exceeded {ctx.timeout_s:g} s")
+        except AgentError as err:
+            output = _error_output(err.code, err.message)
+        except Exception as exc:
+            output = _error_output(ErrorCode.TOOL_EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
+        call.duration_ms = int((time.perf_counter() - started) * 1000)
+        call.output = truncate_tool_output(output)
+
+    async def _commit(self, ctx: BatchContext, call: _Call) -> bool:
+        """AfterToolUse → ledger → ToolCallEnd; returns True if a hook aborted."""
+        r = call.resolved
+        output = call.output
+        assert output is not None
+        abort = await self._plugins.after_tool_use(
+            lambda cfg: AfterToolUsePayload(
+                ctx.session_id, ctx.turn_id, r.call_id, r.tool_name, r.effective_arguments,
+                output, call.duration_ms, not output.is_error, cfg,
+            )
+        )
+        await ctx.record(ToolResult(result=ToolResultRecord(
+            call_id=r.call_id, tool_name=r.tool_name, output=output
+        )))
+        ctx.emit(ToolCallEnd(call_id=r.call_id, tool_name=r.tool_name,
+                             output=_event_view(output), duration_ms=call.duration_ms))
+        code = (output.metadata or {}).get("error_code")
+        if output.is_error and isinstance(code, str):
+            ctx.emit(ErrorEvent(code=code, message=output.content, fatal=False,
+                                retryable=code == ErrorCode.TOOL_TIMEOUT.value))
+        return abort is not None
+
+    async def _run_concurrent(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:
+        for call in calls:
+            await self._start(ctx, call)
+        await asyncio.gather(*(self._execute(ctx, call) for call in calls))
+        stop = False
+        for call in calls:
+            stop = await self._commit(ctx, call) or stop
+        return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
+
+    async def _run_serial(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:
+        stop = False
+        for call in calls:
+            await self._start(ctx, call)
+            if stop:
+                call.output = STOPPED_OUTPUT
+            else:
+                await self._execute(ctx, call)
+            stop = await self._commit(ctx, call) or stop
+        return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
+
+
+def _event_view(output: ToolOutput) -> ToolOutput:
+    """Events show ``metadata["display"]`` when a tool provides one (e.g. load_skill)."""
+    display: Any = (output.metadata or {}).get("display")
+    if isinstance(display, str):
+        return output.model_copy(update={"content": display})
+    return output
