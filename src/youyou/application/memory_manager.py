@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from youyou.application.skill_resolver import strip_skill_triggers
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.ledger import LedgerEvent
@@ -32,7 +33,6 @@ from youyou.domain.memory_extraction import (
     merge_memories,
     parse_mutations,
     render_extraction_input,
-    turn_query,
 )
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
 from youyou.domain.templates import (
@@ -152,6 +152,14 @@ class MemoryManager:
             elif isinstance(mutation, DeleteMemory):
                 await _storage_call(storage.delete(namespace, mutation.id))
         return ExtractionResult(parsed.mutations, parsed.warnings)
+
+
+def turn_query(blocks: Sequence[ContentBlock]) -> str:
+    """Search text of a turn: top-level text blocks only, explicit ``/skill`` triggers removed.
+
+    File and image blocks never drive the search (seed 001 §8.8).
+    """
+    return strip_skill_triggers("\n".join(b.text for b in blocks if isinstance(b, TextBlock)))
 
 
 async def _storage_call(call: Awaitable[T]) -> T:

@@ -6,7 +6,8 @@ Two ranked lists are merged by reciprocal-rank fusion (scores of the two are not
   ``english`` configuration, CJK bigrams from ``text_index``) behind a GIN index;
 - trigram similarity: ``word_similarity`` on the raw content behind a ``gin_trgm_ops`` index.
   It catches what word matching misses (typos, partial words, CJK text written differently)
-  and is used for short queries only, where a similarity to a fragment is meaningful.
+  and is used only for short queries that have search terms, where a similarity to a fragment
+  is meaningful.
 
 Without the ``pg_trgm`` extension (no privilege to create it) search uses full text only.
 """
@@ -96,14 +97,13 @@ class PostgresMemoryStorage(SqlMemoryStorage):
 
     async def search(self, namespace: str, query: str, top_k: int) -> Sequence[Memory]:
         terms = query_terms(query)
-        use_trigram = self.trigram_enabled and 0 < len(query.strip()) <= TRIGRAM_MAX_QUERY_CHARS
-        if top_k <= 0 or not (terms or use_trigram):
+        if top_k <= 0 or not terms:
             return []
+        use_trigram = self.trigram_enabled and len(query.strip()) <= TRIGRAM_MAX_QUERY_CHARS
         rankings: list[list[Memory]] = []
         async with self._connect(write=True) as conn:
-            if terms:
-                params = {"tsquery": ts_query(terms), "namespace": namespace, "top_k": top_k}
-                rankings.append(await _fetch(conn, _FULL_TEXT, params))
+            params = {"tsquery": ts_query(terms), "namespace": namespace, "top_k": top_k}
+            rankings.append(await _fetch(conn, _FULL_TEXT, params))
             if use_trigram:
                 await conn.exec_driver_sql(
                     "SELECT set_config('pg_trgm.word_similarity_threshold', "
