@@ -9,11 +9,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from youyou.adapters.storage.errors import invalid_query
-from youyou.domain.session import SearchMode, SessionSearchQuery, SessionSummary
+from youyou.domain.session import SearchMode, SessionPage, SessionSearchQuery, SessionSummary
 
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
@@ -50,6 +51,13 @@ def decode_cursor(cursor: str) -> SortKey:
     if not isinstance(session_id, str) or updated_at.tzinfo is None:
         raise invalid_query("invalid session list cursor")
     return SortKey(updated_at.astimezone(UTC), session_id)
+
+
+def page_of(newest_first: Sequence[SessionSummary], limit: int) -> SessionPage:
+    """A page from up to ``limit + 1`` ordered items: the extra one only says "there is more"."""
+    items = tuple(newest_first[:limit])
+    more = len(newest_first) > limit
+    return SessionPage(items, encode_cursor(SortKey.of(items[-1])) if more else None)
 
 
 def prefix_upper_bound(prefix: str) -> str | None:

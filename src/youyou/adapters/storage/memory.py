@@ -12,8 +12,8 @@ from youyou.adapters.storage.catalog import (
     SortKey,
     check_limit,
     decode_cursor,
-    encode_cursor,
     matches,
+    page_of,
 )
 from youyou.adapters.storage.codec import HeadSlot, decode_event, encode_event, head_slot
 from youyou.adapters.storage.errors import session_not_found, storage_error
@@ -92,9 +92,7 @@ class InMemorySessionStorage:
         if query.cursor is not None:
             after = decode_cursor(query.cursor)
             ordered = [s for s in ordered if SortKey.of(s) < after]
-        items = tuple(ordered[: query.limit])
-        more = len(ordered) > query.limit
-        return SessionPage(items, encode_cursor(SortKey.of(items[-1])) if more else None)
+        return page_of(ordered[: query.limit + 1], query.limit)
 
     async def find_sessions(
         self, query: SessionSearchQuery, limit: int

@@ -17,10 +17,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from youyou.adapters.storage.catalog import (
-    SortKey,
     check_limit,
     decode_cursor,
-    encode_cursor,
+    page_of,
     prefix_upper_bound,
 )
 from youyou.adapters.storage.codec import (
@@ -187,9 +186,7 @@ class SqlSessionStorage:
             stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
         async with self._transaction("listing sessions") as conn:
             rows = (await conn.execute(stmt)).all()
-        items = tuple(_summary(row) for row in rows[: query.limit])
-        more = len(rows) > query.limit
-        return SessionPage(items, encode_cursor(SortKey.of(items[-1])) if more else None)
+        return page_of([_summary(row) for row in rows], query.limit)
 
     async def find_sessions(
         self, query: SessionSearchQuery, limit: int

@@ -1,0 +1,120 @@
+"""Database URLs, SQLite connection settings and Alembic migrations of session storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, inspect, text
+
+from youyou.adapters.storage.engine import (
+    DATABASE_URL_ENV,
+    alembic_config,
+    create_engine,
+    database_url,
+    default_database_url,
+    migrate,
+    normalize_url,
+    upgrade_database,
+)
+from youyou.adapters.storage.tables import TITLE_TRGM_INDEX, VERSION_TABLE, metadata
+from youyou.domain.errors import AgentError, ErrorCode
+
+
+@pytest.mark.parametrize(
+    ("given", "driver"),
+    [
+        ("postgresql://u@h/db", "postgresql+asyncpg"),
+        ("postgres://u@h/db", "postgresql+asyncpg"),
+        ("postgresql+asyncpg://u@h/db", "postgresql+asyncpg"),
+        ("sqlite:///x.db", "sqlite+aiosqlite"),
+        ("sqlite+aiosqlite:///x.db", "sqlite+aiosqlite"),
+    ],
+)
+def test_urls_get_the_async_driver(given: str, driver: str) -> None:
+    assert normalize_url(given).drivername == driver
+
+
+@pytest.mark.parametrize("url", ["mysql://u@h/db", "not a url"])
+def test_unsupported_urls_are_invalid_config(url: str) -> None:
+    with pytest.raises(AgentError) as exc:
+        normalize_url(url)
+    assert exc.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_environment_wins_over_configuration_and_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda name: str(tmp_path / "data" / name))
+    assert database_url("sqlite:///a.db", {DATABASE_URL_ENV: "sqlite:///b.db"}) == "sqlite:///b.db"
+    assert database_url("sqlite:///a.db", {}) == "sqlite:///a.db"
+    default = database_url(None, {})
+    assert default == default_database_url()
+    assert default == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'youyou' / 'youyou.db'}"
+    assert (tmp_path / "data" / "youyou").is_dir()
+
+
+async def test_sqlite_connections_are_configured(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'nested' / 'dir' / 'y.db'}")
+    try:
+        async with engine.connect() as conn:
+            pragmas = [
+                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
+                for name in ("journal_mode", "foreign_keys", "busy_timeout")
+            ]
+            lowered = (await conn.exec_driver_sql("SELECT lower('ÜBER Straße')")).scalar_one()
+    finally:
+        await engine.dispose()
+    assert pragmas == ["wal", 1, 5000]
+    assert lowered == "über straße"
+
+
+def _schema_state(conn: Connection) -> dict[str, Any]:
+    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    diff = [
+        d
+        for d in compare_metadata(context, metadata)
+        if not (d[0] == "remove_index" and d[1].name == TITLE_TRGM_INDEX)
+    ]
+    return {
+        "revision": context.get_current_revision(),
+        "diff": diff,
+        "indexes": {i["name"] for i in inspect(conn).get_indexes("sessions")},
+    }
+
+
+async def test_upgrade_builds_the_declared_schema_and_is_idempotent(db_url: str) -> None:
+    await upgrade_database(db_url)
+    await upgrade_database(db_url)
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            state = await conn.run_sync(_schema_state)
+    finally:
+        await engine.dispose()
+    assert state["revision"] == "0001"
+    assert state["diff"] == []
+    assert "ix_sessions_updated_at_id" in state["indexes"]
+    assert (TITLE_TRGM_INDEX in state["indexes"]) == db_url.startswith("postgresql")
+
+
+async def test_downgrade_to_base_removes_the_schema(db_url: str) -> None:
+    engine = create_engine(db_url)
+    try:
+        await migrate(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "base"))
+        async with engine.connect() as conn:
+            tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+        await migrate(engine)
+        async with engine.connect() as conn:
+            count = (await conn.execute(text("SELECT count(*) FROM sessions"))).scalar_one()
+    finally:
+        await engine.dispose()
+    assert tables == {VERSION_TABLE}
+    assert count == 0
