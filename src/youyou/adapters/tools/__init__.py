@@ -1,0 +1,1 @@
+"""Tools shipped with YouYou: ``get_current_time`` and ``load_skill``."""
