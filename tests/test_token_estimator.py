@@ -145,6 +145,20 @@ def test_synthetic_messages_are_cached_by_content() -> None:
     assert counter.calls == [summary, "[incomplete]"]
 
 
+def test_synthetic_key_ignores_image_bytes() -> None:
+    # A pending user message (no seq yet) may carry a 20 MB image: its cache key must not.
+    counter = CountingCounter()
+    estimator = ContextTokenEstimator(counter)
+    big = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(3_000_000)).decode()
+    first = user(None, ImageBlock(mime_type="image/png", data_base64=big), TextBlock(text="see"))
+    second = user(
+        None, ImageBlock(mime_type="image/png", data_base64=PNG_1PX), TextBlock(text="see")
+    )
+    expected = MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS + tokens("see")
+    assert estimator.message_tokens(first) == estimator.message_tokens(second) == expected
+    assert counter.calls == ["see"]
+
+
 def test_synthetic_cache_is_bounded() -> None:
     counter = CountingCounter()
     estimator = ContextTokenEstimator(counter, synthetic_cache_size=2)

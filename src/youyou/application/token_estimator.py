@@ -2,9 +2,9 @@
 
 The context manager checks its budget before every request; re-tokenizing the whole history each
 turn would make a turn's cost grow with the session. Ledger messages are immutable, so their count
-is cached by ``source_seq``; the few synthetic messages (summary, markers) and the system prompt
-are cached by their text in small LRU caches. Use one estimator per session: ``source_seq`` is
-only unique within a session's ledger.
+is cached by ``source_seq``; synthetic messages (summary, markers, the admission candidate) and
+the system prompt are cached by the texts they count in small LRU caches. Use one estimator per
+session: ``source_seq`` is only unique within a session's ledger.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.content import FileContentBlock, ImageBlock
 from youyou.domain.context import VisibleMessage, VisiblePayload
 from youyou.domain.ledger import AssistantMessage, ToolCall, ToolResult, UserMessage
 from youyou.ports.token_counter import TokenCounter
@@ -31,30 +33,38 @@ SYNTHETIC_CACHE_SIZE = 64
 TEXT_CACHE_SIZE = 8
 
 
-class _LruCache:
-    """A small thread-safe least-recently-used map from text to a token count."""
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class _Countable:
+    """What a message costs: texts to tokenize plus a fixed part (images)."""
+
+    texts: tuple[str, ...]
+    fixed: int
+
+
+class _LruCache(Generic[_Key]):
+    """A small thread-safe least-recently-used map to a token count."""
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[str, int] = OrderedDict()
+        self._items: OrderedDict[_Key, int] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> int | None:
+    def get(self, key: _Key) -> int | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: str, value: int) -> None:
+    def put(self, key: _Key, value: int) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
             if len(self._items) > self._capacity:
                 self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 class ContextTokenEstimator:
@@ -71,21 +81,22 @@ class ContextTokenEstimator:
         self._counter = counter
         self._image_tokens = image_tokens
         self._by_seq: dict[int, int] = {}
-        self._synthetic = _LruCache(synthetic_cache_size)
-        self._texts = _LruCache(text_cache_size)
+        self._synthetic: _LruCache[_Countable] = _LruCache(synthetic_cache_size)
+        self._texts: _LruCache[str] = _LruCache(text_cache_size)
 
     def message_tokens(self, vm: VisibleMessage) -> int:
         """Tokens of one visible message, including the per-message overhead."""
         if vm.source_seq is not None:
             cached = self._by_seq.get(vm.source_seq)
             if cached is None:
-                cached = self._by_seq[vm.source_seq] = self._count_message(vm.message)
+                cached = self._by_seq[vm.source_seq] = self._count(self._countable(vm.message))
             return cached
-        key = vm.message.model_dump_json()
-        tokens = self._synthetic.get(key)
+        # Keyed by what is counted, not the message: image bytes never enter the key.
+        countable = self._countable(vm.message)
+        tokens = self._synthetic.get(countable)
         if tokens is None:
-            tokens = self._count_message(vm.message)
-            self._synthetic.put(key, tokens)
+            tokens = self._count(countable)
+            self._synthetic.put(countable, tokens)
         return tokens
 
     def messages_tokens(self, messages: Sequence[VisibleMessage]) -> int:
@@ -100,26 +111,27 @@ class ContextTokenEstimator:
             self._texts.put(text, tokens)
         return tokens
 
-    def _count_message(self, message: VisiblePayload) -> int:
-        count = self._counter.count_text
+    def _count(self, countable: _Countable) -> int:
+        texts = sum(self._counter.count_text(text) for text in countable.texts)
+        return MESSAGE_OVERHEAD_TOKENS + countable.fixed + texts
+
+    def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):
-            body = sum(self._block_tokens(block) for block in message.content)
-        elif isinstance(message, ToolCall):
+            texts: list[str] = []
+            images = 0
+            for block in message.content:
+                if isinstance(block, ImageBlock):
+                    images += 1
+                elif isinstance(block, FileContentBlock):
+                    texts.extend((block.file_name or "", block.text))
+                else:
+                    texts.append(block.text)
+            return _Countable(tuple(texts), images * self._image_tokens)
+        if isinstance(message, ToolCall):
             arguments = json.dumps(
                 message.call.effective_arguments, ensure_ascii=False, default=str
             )
-            body = count(message.call.tool_name) + count(arguments)
-        elif isinstance(message, ToolResult):
-            body = count(message.result.output.content)
-        else:
-            body = count(message.content)
-        return MESSAGE_OVERHEAD_TOKENS + body
-
-    def _block_tokens(self, block: TextBlock | ImageBlock | FileContentBlock) -> int:
-        if isinstance(block, ImageBlock):
-            return self._image_tokens
-        if isinstance(block, FileContentBlock):
-            return self._counter.count_text(block.file_name or "") + self._counter.count_text(
-                block.text
-            )
-        return self._counter.count_text(block.text)
+            return _Countable((message.call.tool_name, arguments), 0)
+        if isinstance(message, ToolResult):
+            return _Countable((message.result.output.content,), 0)
+        return _Countable((message.content,), 0)
