@@ -84,7 +84,7 @@ class FakeHTTPServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._connections: set[asyncio.StreamWriter] = set()
         self.port = 0
 
     # -- scripting ---------------------------------------------------------------------------
@@ -139,9 +139,12 @@ class FakeHTTPServer:
     async def _shutdown(self) -> None:
         assert self._server is not None
         self._server.close()
-        for task in list(self._handlers):
-            task.cancel()
-        await asyncio.gather(*self._handlers, return_exceptions=True)
+        for writer in list(self._connections):
+            writer.transport.abort()  # handlers see the hangup and return on their own
+        for _ in range(100):
+            if not self._connections:
+                break
+            await asyncio.sleep(0.01)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -151,9 +154,7 @@ class FakeHTTPServer:
 
     # -- protocol ----------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
+        self._connections.add(writer)
         leftover = b""
         try:
             while (request := await _read_request(reader, leftover)) is not None:
@@ -164,7 +165,7 @@ class FakeHTTPServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            self._handlers.discard(task)
+            self._connections.discard(writer)
             writer.close()
 
     async def _respond(
@@ -213,7 +214,8 @@ class FakeHTTPServer:
 
 
 def _head(status: int, headers: Mapping[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Overloaded"
+    lines = [f"HTTP/1.1 {status} {phrase}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 

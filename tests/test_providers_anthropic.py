@@ -1,0 +1,266 @@
+"""Anthropic provider: the real ``anthropic`` SDK against a fake Messages server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Iterator
+
+import pytest
+
+from fakes.anthropic_server import AnthropicStream, FakeAnthropicServer, anthropic_error, text_reply
+from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
+from youyou.adapters.providers.errors import RetryPolicy
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.model import (
+    ChatError,
+    ChatEvent,
+    ChatRequest,
+    Done,
+    FinishReason,
+    ModelInfo,
+    ModelMessage,
+    ModelMessageRole,
+    ModelToolCall,
+    ProviderErrorKind,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequested,
+    Usage,
+)
+from youyou.domain.tool import ToolDescriptor
+
+MODEL = ModelInfo(model_id="claude-test", display_name="Claude test", context_window=200_000)
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02)
+PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
+
+
+def user(*blocks: TextBlock | ImageBlock | FileContentBlock) -> ModelMessage:
+    return ModelMessage(role=ModelMessageRole.USER, content=blocks)
+
+
+def request(*messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = (),
+            max_tokens: int | None = None) -> ChatRequest:
+    return ChatRequest(model_id="claude-test", system_prompt="You are on call.",
+                       messages=messages or (user(TextBlock(text="hi")),), tools=tools,
+                       max_tokens=max_tokens)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer() as fake:
+        yield fake
+
+
+def provider_for(url: str, retry: RetryPolicy = FAST_RETRY) -> AnthropicProvider:
+    return AnthropicProvider(provider_id="anthropic", models=[MODEL], base_url=url,
+                             api_key="sk-ant-test", retry=retry, timeout_s=10,
+                             headers={"anthropic-beta": "fake-beta"})
+
+
+async def collect(provider: AnthropicProvider, req: ChatRequest,
+                  cancel: CancellationToken | None = None) -> list[ChatEvent]:
+    return [event async for event in provider.chat(req, cancel or CancellationToken())]
+
+
+async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:
+    stream = (AnthropicStream(input_tokens=20, cache_read_tokens=5).ping()
+              .thinking("Let me ", "check.").text("All ", "good.").stop(output_tokens=9))
+    server.enqueue(stream.reply())
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert events == [
+        ReasoningDelta(text="Let me "),
+        ReasoningDelta(text="check."),
+        TextDelta(text="All "),
+        TextDelta(text="good."),
+        Done(finish_reason=FinishReason.STOP,
+             usage=Usage(input_tokens=25, output_tokens=9, total_tokens=34)),
+    ]
+    sent = server.requests[0]
+    assert sent.path == "/v1/messages"
+    assert "sk-ant-test" in (sent.headers.get("x-api-key") or sent.headers["authorization"])
+    assert sent.headers["anthropic-beta"] == "fake-beta"
+    assert sent.json == {
+        "model": "claude-test",
+        "system": "You are on call.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        "max_tokens": DEFAULT_MAX_TOKENS,
+        "stream": True,
+    }
+
+
+@pytest.mark.parametrize(("reason", "finish"), [
+    ("end_turn", FinishReason.STOP), ("stop_sequence", FinishReason.STOP),
+    ("max_tokens", FinishReason.LENGTH),
+])
+async def test_stop_reasons(server: FakeAnthropicServer, reason: str, finish: FinishReason) -> None:
+    server.enqueue(AnthropicStream().text("x").stop(reason).reply())
+
+    events = await collect(provider_for(server.base_url), request(max_tokens=50))
+
+    assert events[-1] == Done(finish_reason=finish,
+                              usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
+    assert server.requests[0].json["max_tokens"] == 50
+
+
+async def test_tool_use_round_trip(server: FakeAnthropicServer) -> None:
+    server.enqueue(
+        AnthropicStream().text("Looking.")
+        .tool_use("toolu_1", "get_metrics", '{"serv', 'ice": "api"}')
+        .tool_use("toolu_2", "uptime")
+        .stop("tool_use").reply(),
+        text_reply("Both fine."),
+    )
+    tools = (ToolDescriptor(name="get_metrics", description="metrics",
+                            parameters_schema={"type": "object",
+                                               "properties": {"service": {"type": "string"}}}),
+             ToolDescriptor(name="uptime", description="uptime"))
+    provider = provider_for(server.base_url)
+    first = request(tools=tools)
+
+    events = await collect(provider, first)
+
+    calls = [e for e in events if isinstance(e, ToolCallRequested)]
+    assert calls == [
+        ToolCallRequested(call_id="toolu_1", tool_name="get_metrics",
+                          arguments={"service": "api"}),
+        ToolCallRequested(call_id="toolu_2", tool_name="uptime", arguments={}),
+    ]
+    assert events[-1].finish_reason is FinishReason.TOOL_CALLS  # type: ignore[union-attr]
+
+    second = first.model_copy(update={"messages": (
+        *first.messages,
+        ModelMessage(role=ModelMessageRole.ASSISTANT, content=(TextBlock(text="Looking."),),
+                     tool_calls=tuple(ModelToolCall(call_id=c.call_id, tool_name=c.tool_name,
+                                                    arguments=c.arguments) for c in calls)),
+        ModelMessage(role=ModelMessageRole.TOOL, tool_call_id="toolu_1",
+                     content=(TextBlock(text="p99 120ms"),)),
+        ModelMessage(role=ModelMessageRole.TOOL, tool_call_id="toolu_2",
+                     content=(TextBlock(text="up 3d"),)),
+    )})
+    assert await collect(provider, second) == [
+        TextDelta(text="Both fine."),
+        Done(finish_reason=FinishReason.STOP,
+             usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15)),
+    ]
+
+    body = server.requests[1].json
+    assert body["tools"][0] == {"name": "get_metrics", "description": "metrics",
+                                "input_schema": tools[0].parameters_schema}
+    assert body["messages"][1:] == [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_metrics",
+             "input": {"service": "api"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "uptime", "input": {}},
+        ]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1",
+             "content": [{"type": "text", "text": "p99 120ms"}]},
+            {"type": "tool_result", "tool_use_id": "toolu_2",
+             "content": [{"type": "text", "text": "up 3d"}]},
+        ]},
+    ]
+
+
+async def test_images_and_files_become_blocks(server: FakeAnthropicServer) -> None:
+    server.enqueue(text_reply("A cat."))
+    message = user(TextBlock(text="what is this"),
+                   ImageBlock(mime_type="image/png", data_base64=PNG_B64),
+                   FileContentBlock(file_name="notes.md", text="# notes"))
+    system = ModelMessage(role=ModelMessageRole.SYSTEM, content=(TextBlock(text="Extra rule."),))
+
+    await collect(provider_for(server.base_url), request(system, message))
+
+    body = server.requests[0].json
+    assert body["system"] == "You are on call.\n\nExtra rule."
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "what is this"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": PNG_B64}},
+        {"type": "text", "text": "File: notes.md\n\n# notes"},
+    ]}]
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "message", "kind", "retryable"),
+    [
+        (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum",
+         ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, False),
+        (400, "invalid_request_error", "max_tokens: field required",
+         ProviderErrorKind.PROVIDER, False),
+        (401, "authentication_error", "invalid x-api-key", ProviderErrorKind.PROVIDER, False),
+        (429, "rate_limit_error", "Number of requests has exceeded your rate limit",
+         ProviderErrorKind.PROVIDER, True),
+        (529, "overloaded_error", "Overloaded", ProviderErrorKind.PROVIDER, True),
+        (500, "api_error", "Internal server error", ProviderErrorKind.PROVIDER, True),
+    ],
+)
+async def test_http_errors_are_mapped(
+    server: FakeAnthropicServer, status: int, error_type: str, message: str,
+    kind: ProviderErrorKind, retryable: bool,
+) -> None:
+    server.default = lambda _: anthropic_error(status, error_type, message)
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert len(events) == 1 and isinstance(events[0], ChatError)
+    assert (events[0].error.kind, events[0].error.retryable) == (kind, retryable)
+    assert message in events[0].error.message
+    assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
+
+
+async def test_retry_before_first_token_then_success(server: FakeAnthropicServer) -> None:
+    server.enqueue(anthropic_error(529, "overloaded_error", "Overloaded"),
+                   AnthropicStream().error("overloaded_error", "Overloaded").reply(),
+                   text_reply("ok"))
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert events[0] == TextDelta(text="ok")
+    assert len(events) == 2
+    assert len(server.requests) == 3
+
+
+async def test_error_event_after_text_is_not_retried(server: FakeAnthropicServer) -> None:
+    server.enqueue(AnthropicStream().text("Part").error("overloaded_error", "Overloaded").reply(),
+                   text_reply("Partial answer again"))
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert events[0] == TextDelta(text="Part")
+    assert isinstance(events[1], ChatError)
+    assert events[1].error.retryable  # the kernel may retry the whole turn, the provider didn't
+    assert len(events) == 2
+    assert len(server.requests) == 1
+
+
+async def test_broken_stream_is_a_transport_error(server: FakeAnthropicServer) -> None:
+    server.enqueue(AnthropicStream().text("Hal").abort())
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert events[0] == TextDelta(text="Hal")
+    assert isinstance(events[1], ChatError)
+    assert events[1].error.kind is ProviderErrorKind.TRANSPORT
+    assert len(server.requests) == 1
+
+
+async def test_cancellation_closes_the_http_stream(server: FakeAnthropicServer) -> None:
+    server.enqueue(AnthropicStream().text("Hello", " there", delay_s=30).stop().reply())
+    cancel = CancellationToken()
+    events: list[ChatEvent] = []
+
+    async def consume() -> None:
+        async for event in provider_for(server.base_url).chat(request(), cancel):
+            events.append(event)
+            if isinstance(event, TextDelta):
+                cancel.cancel()
+
+    await asyncio.wait_for(consume(), timeout=5)
+
+    assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
+    assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)
