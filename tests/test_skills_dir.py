@@ -100,10 +100,13 @@ def test_a_dangling_symlink_is_unreadable(tmp_path: Path) -> None:
     assert "No such file" in error.render("en")
 
 
-def test_a_missing_directory_is_a_config_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["absent", "a-file"])
+def test_a_missing_directory_or_a_file_is_a_config_error(tmp_path: Path, target: str) -> None:
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
     with pytest.raises(AgentError) as caught:
-        load_skills_dir(tmp_path / "absent")
+        load_skills_dir(tmp_path / target)
     assert caught.value.code is ErrorCode.INVALID_CONFIG
+    assert str(tmp_path / target) in caught.value.message
 
 
 def test_an_empty_directory_loads_nothing(tmp_path: Path) -> None:

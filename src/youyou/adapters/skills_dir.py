@@ -23,19 +23,13 @@ class SkillsDirResult:
 
 
 def load_skills_dir(path: str | Path) -> SkillsDirResult:
-    """Validate ``<path>/*/SKILL.md`` in sorted order; a missing directory is a config error.
+    """Validate ``<path>/*/SKILL.md`` in sorted order; an unreadable directory is a config error.
 
     Hidden folders (``.git``…) are skipped. A file named like ``skill.md`` in another case is
     reported through ``skill.filename`` instead of being silently ignored. When two files
     declare the same name, the first in sorted order wins and the second is an error.
     """
     root = Path(path)
-    if not root.is_dir():
-        raise AgentError(
-            ErrorCode.INVALID_CONFIG,
-            f"skills directory not found: {root}",
-            source=ErrorSource.SKILL_RESOLVER,
-        )
     skills: list[SkillDefinition] = []
     errors: list[tuple[Path, SkillValidationError]] = []
     first_by_name: dict[str, Path] = {}
@@ -61,7 +55,7 @@ def _candidates(root: Path, errors: list[tuple[Path, SkillValidationError]]) -> 
     found: list[Path] = []
     try:
         folders = sorted(root.iterdir())
-    except OSError as exc:
+    except OSError as exc:  # missing, not a directory, or not readable
         raise AgentError(
             ErrorCode.INVALID_CONFIG,
             f"skills directory cannot be read: {root}: {exc.strerror or exc}",

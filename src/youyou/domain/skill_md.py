@@ -110,8 +110,12 @@ def _parse(filename: str, content: bytes, found: list[SkillViolation]) -> Parsed
     metadata = _load_mapping(match.group(1) or "", found)
     if metadata is None:
         return None
-    name = _check_name(metadata.get("name"), found)
-    description = _check_description(metadata.get("description"), found)
+    name = _string_field(metadata, "name", found)
+    if name is not None:
+        name = _check_name(name, found)
+    description = _string_field(metadata, "description", found)
+    if description is not None:
+        description = _check_description(description, found)
     extra = _extra_fields(metadata, found)
     if name is None or description is None or extra is None:
         return None
@@ -162,13 +166,19 @@ def _load_mapping(source: str, found: list[SkillViolation]) -> dict[Any, Any] | 
     return loaded
 
 
-def _check_name(value: object, found: list[SkillViolation]) -> str | None:
+def _string_field(metadata: dict[Any, Any], key: str, found: list[SkillViolation]) -> str | None:
+    """An absent key and an explicit null are both "missing"; any other non-string is wrong."""
+    value = metadata.get(key)
     if value is None:
-        found.append(violation("skill.name_missing"))
+        found.append(violation(f"skill.{key}_missing"))
         return None
     if not isinstance(value, str):
-        found.append(violation("skill.name_not_string"))
+        found.append(violation(f"skill.{key}_not_string"))
         return None
+    return value
+
+
+def _check_name(value: str, found: list[SkillViolation]) -> str | None:
     before = len(found)
     if not 1 <= len(value) <= MAX_NAME_CHARS:
         found.append(violation("skill.name_length", length=len(value)))
@@ -181,13 +191,7 @@ def _check_name(value: object, found: list[SkillViolation]) -> str | None:
     return value if len(found) == before else None
 
 
-def _check_description(value: object, found: list[SkillViolation]) -> str | None:
-    if value is None:
-        found.append(violation("skill.description_missing"))
-        return None
-    if not isinstance(value, str):
-        found.append(violation("skill.description_not_string"))
-        return None
+def _check_description(value: str, found: list[SkillViolation]) -> str | None:
     description = value.strip()
     if not description:
         found.append(violation("skill.description_empty"))
