@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from typing import Any
@@ -111,6 +112,10 @@ class AgentBuilder:
             return await complete_text(models, request)
 
         counter_for = self._token_counter
+        # Loading a BPE encoding takes up to ~0.5 s: pay it at build, off the event loop.
+        await asyncio.to_thread(
+            lambda: [counter_for(info.model_id).count_text("warm up") for info in models.infos()]
+        )
 
         def estimator_for(model: ModelInfo) -> ContextTokenEstimator:
             return ContextTokenEstimator(counter_for(model.model_id))

@@ -1,0 +1,1 @@
+"""Use cases of the kernel: sessions, turns, tools, context, memory and plugins."""

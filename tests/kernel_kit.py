@@ -1,0 +1,98 @@
+"""Small builders shared by kernel tests: real agents over the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from youyou import (
+    Agent,
+    AgentBuilder,
+    AgentConfig,
+    AgentEvent,
+    CancellationToken,
+    ModelInfo,
+    ProviderCapability,
+    ScriptedProvider,
+    ScriptedResponse,
+    ToolDescriptor,
+    ToolInput,
+    ToolOutput,
+)
+from youyou.adapters.providers.scripted import ResponseSource
+from youyou.adapters.tokens import ApproximateTokenCounter
+
+ALL_CAPS = frozenset(
+    {ProviderCapability.TOOL_USE, ProviderCapability.VISION, ProviderCapability.STREAMING}
+)
+MODEL = ModelInfo(model_id="m1", display_name="Model 1", context_window=100_000,
+                  capabilities=ALL_CAPS)
+
+
+def model(model_id: str = "m1", *, window: int = 100_000,
+          caps: frozenset[ProviderCapability] = ALL_CAPS) -> ModelInfo:
+    return ModelInfo(model_id=model_id, display_name=model_id, context_window=window,
+                     capabilities=caps)
+
+
+@dataclass
+class RecordingTool:
+    """A tool that records its calls; ``behaviour`` decides the output."""
+
+    name: str
+    mutating: bool = False
+    delay: float = 0.0
+    behaviour: Callable[[dict[str, Any]], Awaitable[ToolOutput]] | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)
+    finished: list[float] = field(default_factory=list)
+
+    @property
+    def descriptor(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name=self.name, description=f"tool {self.name}",
+            parameters_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+            mutating=self.mutating,
+        )
+
+    async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:
+        loop = asyncio.get_running_loop()
+        self.calls.append(tool_input.arguments)
+        self.started.append(loop.time())
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        self.finished.append(loop.time())
+        if self.behaviour is not None:
+            return await self.behaviour(tool_input.arguments)
+        return ToolOutput(content=f"{self.name} ok {tool_input.arguments}",
+                          metadata={"tool": self.name})
+
+
+async def build_agent(
+    responses: Sequence[ResponseSource] = (),
+    *,
+    models: Sequence[ModelInfo] = (MODEL,),
+    config: AgentConfig | None = None,
+    tools: Sequence[Any] = (),
+    configure: Callable[[AgentBuilder], AgentBuilder] | None = None,
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses, provider_id="scripted", models=models)
+    builder = AgentBuilder(config or AgentConfig(default_model=models[0].model_id))
+    builder.register_model_provider(provider).with_token_counter(
+        lambda _: ApproximateTokenCounter()
+    )
+    for tool in tools:
+        builder.register_tool(tool)
+    if configure is not None:
+        builder = configure(builder)
+    return await builder.build(), provider
+
+
+def payload_types(events: Sequence[AgentEvent]) -> list[str]:
+    return [e.payload.type for e in events]
+
+
+def text(response: str, **kwargs: Any) -> ScriptedResponse:
+    return ScriptedResponse.text(response, **kwargs)

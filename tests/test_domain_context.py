@@ -1,0 +1,81 @@
+from datetime import UTC, datetime
+
+from youyou.domain.content import TextBlock
+from youyou.domain.context import (
+    CompactionMode,
+    CompactionRecord,
+    TurnCounter,
+    rebuild_visible_messages,
+    render_compaction_summary,
+)
+from youyou.domain.ledger import (
+    AssistantMessage,
+    LedgerEvent,
+    MessageStatus,
+    Metadata,
+    SystemMessage,
+    ToolCall,
+    ToolCallRecord,
+    UserMessage,
+)
+from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, INCOMPLETE_ASSISTANT_MARKER
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def ev(seq: int, payload: object) -> LedgerEvent:
+    return LedgerEvent(seq=seq, timestamp=T, payload=payload)
+
+
+def user(t: str) -> UserMessage:
+    return UserMessage(content=(TextBlock(text=t),))
+
+
+def assistant(t: str, status: MessageStatus = MessageStatus.COMPLETE) -> AssistantMessage:
+    return AssistantMessage(content=(TextBlock(text=t),), status=status)
+
+
+EVENTS = [
+    ev(1, Metadata(key="session_profile", value={})),
+    ev(2, user("a")),
+    ev(3, assistant("partial", MessageStatus.INCOMPLETE)),
+    ev(4, Metadata(key="skill_invocations", value=[{"skill_name": "x"}])),
+    ev(5, user("b")),
+    ev(6, assistant("cut again", MessageStatus.INCOMPLETE)),
+    ev(7, user("c")),
+    ev(8, assistant("done")),
+]
+
+
+def test_without_compaction_every_message_with_incomplete_markers() -> None:
+    visible = rebuild_visible_messages(EVENTS, None)
+    assert [v.source_seq for v in visible] == [2, 3, None, 5, 6, None, 7, 8]
+    markers = [v.message for v in visible if v.source_seq is None]
+    assert markers == [SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)] * 2
+
+
+def test_summary_compaction_replaces_the_prefix_with_one_synthetic_message() -> None:
+    record = CompactionRecord(mode=CompactionMode.SUMMARY, replaces_through_seq=5,
+                              summary_body="they said a and b")
+    visible = rebuild_visible_messages(EVENTS, record)
+    assert visible[0].source_seq is None
+    assert visible[0].message == SystemMessage(content=render_compaction_summary("they said a and b"))
+    assert render_compaction_summary("x") == f"{COMPACT_SUMMARY_PREFIX}\n\nx"
+    assert [v.source_seq for v in visible[1:]] == [6, None, 7, 8]
+
+
+def test_truncation_fallback_drops_the_prefix_without_a_summary() -> None:
+    record = CompactionRecord(mode=CompactionMode.TRUNCATION_FALLBACK, replaces_through_seq=6)
+    visible = rebuild_visible_messages(EVENTS, record)
+    assert [v.source_seq for v in visible] == [7, 8]
+
+
+def test_turn_counter_counts_final_complete_answers_only() -> None:
+    counter = TurnCounter()
+    call = ToolCall(call=ToolCallRecord(call_id="c", tool_name="t", requested_arguments={},
+                                        effective_arguments={}))
+    for payload in [user("1"), assistant("thinking"), call, assistant("final"),
+                    user("2"), assistant("cut", MessageStatus.INCOMPLETE),
+                    user("3"), assistant("ok")]:
+        counter.feed(payload)
+    assert counter.completed == 2
