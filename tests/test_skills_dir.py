@@ -112,3 +112,9 @@ def test_a_missing_directory_or_a_file_is_a_config_error(tmp_path: Path, target:
 def test_an_empty_directory_loads_nothing(tmp_path: Path) -> None:
     result = load_skills_dir(tmp_path)
     assert (result.skills, result.errors) == ((), ())
+
+
+def test_a_home_relative_path_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_skill(tmp_path / "skills", "triage", skill_text("triage"))
+    assert [s.name for s in load_skills_dir("~/skills").skills] == ["triage"]

@@ -29,7 +29,7 @@ def load_skills_dir(path: str | Path) -> SkillsDirResult:
     reported through ``skill.filename`` instead of being silently ignored. When two files
     declare the same name, the first in sorted order wins and the second is an error.
     """
-    root = Path(path)
+    root = Path(path).expanduser()
     skills: list[SkillDefinition] = []
     errors: list[tuple[Path, SkillValidationError]] = []
     first_by_name: dict[str, Path] = {}
