@@ -17,7 +17,7 @@ from youyou.application.plugin_manager import PluginManager
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.events import AgentEventPayload, ErrorEvent, ToolCallEnd, ToolCallStart
-from youyou.domain.hooks import AfterToolUsePayload, BeforeToolUsePayload
+from youyou.domain.hooks import Abort, AfterToolUsePayload, BeforeToolUsePayload
 from youyou.domain.ledger import (
     SessionEventPayload,
     ToolCall,
@@ -153,17 +153,26 @@ class ToolDispatcher:
         call.duration_ms = int((time.perf_counter() - started) * 1000)
         call.output = truncate_tool_output(output)
 
-    async def _commit(self, ctx: BatchContext, call: _Call) -> bool:
-        """AfterToolUse → ledger → ToolCallEnd; returns True if a hook aborted."""
+    async def _commit(self, ctx: BatchContext, call: _Call, *, hook: bool = True
+                      ) -> Abort | AgentError | None:
+        """AfterToolUse → ledger → ToolCallEnd; returns the hook's Abort or its failure.
+
+        A failing hook still lets the result be committed: no call may stay unanswered.
+        """
         r = call.resolved
         output = call.output
         assert output is not None
-        abort = await self._plugins.after_tool_use(
-            lambda cfg: AfterToolUsePayload(
-                ctx.session_id, ctx.turn_id, r.call_id, r.tool_name, r.effective_arguments,
-                output, call.duration_ms, not output.is_error, cfg,
-            )
-        )
+        verdict: Abort | AgentError | None = None
+        if hook:
+            try:
+                verdict = await self._plugins.after_tool_use(
+                    lambda cfg: AfterToolUsePayload(
+                        ctx.session_id, ctx.turn_id, r.call_id, r.tool_name,
+                        r.effective_arguments, output, call.duration_ms, not output.is_error, cfg,
+                    )
+                )
+            except AgentError as err:
+                verdict = err
         await ctx.record(ToolResult(result=ToolResultRecord(
             call_id=r.call_id, tool_name=r.tool_name, output=output
         )))
@@ -173,15 +182,21 @@ class ToolDispatcher:
         if output.is_error and isinstance(code, str):
             ctx.emit(ErrorEvent(code=code, message=output.content, fatal=False,
                                 retryable=code == ErrorCode.TOOL_TIMEOUT.value))
-        return abort is not None
+        return verdict
 
     async def _run_concurrent(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:
         for call in calls:
             await self._start(ctx, call)
         await asyncio.gather(*(self._execute(ctx, call) for call in calls))
         stop = False
+        failure: AgentError | None = None
         for call in calls:
-            stop = await self._commit(ctx, call) or stop
+            # Every call was started, so every result is committed even after a hook failure.
+            verdict = await self._commit(ctx, call, hook=failure is None)
+            stop = stop or isinstance(verdict, Abort)
+            failure = verdict if isinstance(verdict, AgentError) else failure
+        if failure is not None:
+            raise failure
         return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
 
     async def _run_serial(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:
@@ -192,7 +207,10 @@ class ToolDispatcher:
                 call.output = STOPPED_OUTPUT
             else:
                 await self._execute(ctx, call)
-            stop = await self._commit(ctx, call) or stop
+            verdict = await self._commit(ctx, call)
+            if isinstance(verdict, AgentError):
+                raise verdict
+            stop = stop or isinstance(verdict, Abort)
         return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
 
 
