@@ -103,6 +103,25 @@ async def test_initialize_or_apply_raising_fails_the_build(step: str) -> None:
     assert "fragile" in caught.value.message and "no database" in caught.value.message
 
 
+@pytest.mark.parametrize("failure", ["initialize", "apply", "tapped"])
+async def test_a_failed_build_shuts_the_initialized_plugins_down_in_reverse(failure: str) -> None:
+    journal: list[str] = []
+    boom = RuntimeError("boom")
+    a, b = ScriptedPlugin("a", journal=journal), ScriptedPlugin("b", journal=journal)
+    c = ScriptedPlugin(
+        "c", journal=journal,
+        init_error=boom if failure == "initialize" else None,
+        apply_error=boom if failure == "apply" else None,
+        declared={HookKind.TURN_END} if failure == "tapped" else None,
+    )
+    with pytest.raises(AgentError) as caught:
+        await build_agent(configure=configure(a, b, c))
+    assert caught.value.code is ErrorCode.PLUGIN_INIT_FAILED
+    shut = [entry for entry in journal if entry.startswith("shutdown:")]
+    initialized_c = failure != "initialize"
+    assert shut == (["shutdown:c"] if initialized_c else []) + ["shutdown:b", "shutdown:a"]
+
+
 async def test_each_plugin_gets_its_own_config_at_initialize() -> None:
     a, b = ScriptedPlugin("a"), ScriptedPlugin("b")
     await build_agent(configure=configure(a, b, configs={"a": {"k": 1}, "b": ["x"]}))

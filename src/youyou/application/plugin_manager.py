@@ -118,27 +118,38 @@ class PluginManager:
         return [p.descriptor for p in self._plugins]
 
     async def initialize(self, plugins: Sequence[tuple[Plugin, Any]]) -> None:
-        """Initialize in registration order, then apply; any failure is PLUGIN_INIT_FAILED."""
-        for plugin, config in plugins:
-            descriptor = plugin.descriptor
-            try:
-                await plugin.initialize(config)
-                registrar = _Registrar(descriptor.id, config, self._hooks)
-                plugin.apply(registrar)
-            except Exception as exc:
-                raise AgentError(
-                    ErrorCode.PLUGIN_INIT_FAILED,
-                    f"plugin {descriptor.id!r} failed to initialize: {exc}",
-                    source=ErrorSource.PLUGIN_MANAGER,
-                ) from exc
-            if registrar.tapped != set(descriptor.tapped_hooks):
-                raise AgentError(
-                    ErrorCode.PLUGIN_INIT_FAILED,
-                    f"plugin {descriptor.id!r} declared hooks "
-                    f"{sorted(descriptor.tapped_hooks)} but tapped {sorted(registrar.tapped)}",
-                    source=ErrorSource.PLUGIN_MANAGER,
-                )
-            self._plugins.append(plugin)
+        """Initialize in registration order, then apply; any failure is PLUGIN_INIT_FAILED.
+
+        On failure the plugins already initialized are shut down again, in reverse.
+        """
+        try:
+            for plugin, config in plugins:
+                await self._initialize_one(plugin, config)
+        except AgentError:
+            await self.shutdown()
+            self._plugins.clear()
+            raise
+
+    async def _initialize_one(self, plugin: Plugin, config: Any) -> None:
+        descriptor = plugin.descriptor
+        registrar = _Registrar(descriptor.id, config, self._hooks)
+        try:
+            await plugin.initialize(config)
+            self._plugins.append(plugin)  # initialized: it must be shut down from now on
+            plugin.apply(registrar)
+        except Exception as exc:
+            raise AgentError(
+                ErrorCode.PLUGIN_INIT_FAILED,
+                f"plugin {descriptor.id!r} failed to initialize: {exc}",
+                source=ErrorSource.PLUGIN_MANAGER,
+            ) from exc
+        if registrar.tapped != set(descriptor.tapped_hooks):
+            raise AgentError(
+                ErrorCode.PLUGIN_INIT_FAILED,
+                f"plugin {descriptor.id!r} declared hooks "
+                f"{sorted(descriptor.tapped_hooks)} but tapped {sorted(registrar.tapped)}",
+                source=ErrorSource.PLUGIN_MANAGER,
+            )
 
     async def shutdown(self) -> None:
         """Shut plugins down in reverse order; a failure is logged, never blocks the rest."""
@@ -201,7 +212,9 @@ class PluginManager:
         return TurnStartOutcome(sections, None)
 
     async def before_tool_use(
-        self, build: Callable[[Any, dict[str, Any]], BeforeToolUsePayload], arguments: dict[str, Any]
+        self,
+        build: Callable[[Any, dict[str, Any]], BeforeToolUsePayload],
+        arguments: dict[str, Any],
     ) -> BeforeToolUseOutcome:
         """Handlers patch ``current_arguments`` in registration order."""
         for plugin_id, config, handler in self._hooks.before_tool_use:
