@@ -9,7 +9,7 @@ chunk (``stream_options.include_usage``).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,38 +260,37 @@ class OpenAICompatProvider:
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         stream = await self._client.chat.completions.create(**params, stream=True)
         try:
-            calls = ToolCallAssembler()
-            finish: str | None = None
-            usage = Usage()
-            async for chunk in stream:
-                for event in self._events_of(chunk, calls):
-                    yield event
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                finish = next((c.finish_reason for c in chunk.choices if c.finish_reason), finish)
-            if finish is None:
-                raise IncompleteStream("the stream ended without a finish reason")
-            requested = calls.complete()
-            for call in requested:
-                yield call
-            reason = FinishReason.TOOL_CALLS if requested else _FINISH_REASONS.get(finish)
-            if reason is FinishReason.TOOL_CALLS and not requested:
-                reason = FinishReason.STOP
-            yield Done(finish_reason=reason or FinishReason.STOP, usage=usage)
+            async for event in translate_chunks(stream):
+                yield event
         finally:
             await stream.close()
 
-    @staticmethod
-    def _events_of(chunk: ChatCompletionChunk, calls: ToolCallAssembler) -> list[ChatEvent]:
-        events: list[ChatEvent] = []
+
+async def translate_chunks(chunks: AsyncIterable[ChatCompletionChunk]) -> AsyncIterator[ChatEvent]:
+    """Chat Completions chunks to events; tool calls are complete only at the end."""
+    calls = ToolCallAssembler()
+    finish: str | None = None
+    usage = Usage()
+    async for chunk in chunks:
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
             delta = choice.delta
             if reasoning := _reasoning_of(delta):
-                events.append(ReasoningDelta(text=reasoning))
+                yield ReasoningDelta(text=reasoning)
             if delta.content:
-                events.append(TextDelta(text=delta.content))
+                yield TextDelta(text=delta.content)
             for fragment in delta.tool_calls or ():
                 calls.add(fragment)
-        return events
+            finish = choice.finish_reason or finish
+        if chunk.usage is not None:
+            usage = _usage(chunk.usage)
+    if finish is None:
+        raise IncompleteStream("the stream ended without a finish reason")
+    requested = calls.complete()
+    for call in requested:
+        yield call
+    reason = FinishReason.TOOL_CALLS if requested else _FINISH_REASONS.get(finish)
+    if reason is FinishReason.TOOL_CALLS and not requested:
+        reason = FinishReason.STOP
+    yield Done(finish_reason=reason or FinishReason.STOP, usage=usage)

@@ -1,0 +1,96 @@
+"""Model providers built from ``[[providers]]`` settings, with keys from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+from youyou.adapters.providers.anthropic import AnthropicProvider
+from youyou.adapters.providers.errors import RetryPolicy
+from youyou.adapters.providers.openai_compat import OpenAICompatProvider
+from youyou.adapters.providers.scripted import ScriptedProvider
+from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.model import ModelInfo
+from youyou.ports.model_provider import ModelProvider
+
+
+class _HTTPOptions(TypedDict):
+    """Constructor arguments both HTTP providers share."""
+
+    provider_id: str
+    models: Sequence[ModelInfo]
+    base_url: str | None
+    api_key: str | None
+    headers: Mapping[str, str]
+    timeout_s: float
+    retry: RetryPolicy
+    api_model_names: Mapping[str, str]
+
+
+def _invalid(message: str) -> AgentError:
+    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
+
+
+def resolve_api_key(
+    provider: ProviderSettings, index: int, environ: Mapping[str, str]
+) -> str | None:
+    """The key named by ``api_key_env``; a named but unset variable is a configuration error."""
+    if provider.api_key_env is None:
+        return None
+    key = environ.get(provider.api_key_env)
+    if not key:
+        raise _invalid(
+            f"providers[{index}].api_key_env: environment variable {provider.api_key_env} "
+            f"is not set (provider {provider.id!r})"
+        )
+    return key
+
+
+def build_provider(
+    provider: ProviderSettings, index: int, environ: Mapping[str, str]
+) -> ModelProvider:
+    models = provider.model_infos()
+    if provider.type is ProviderType.SCRIPTED:
+        if provider.script_path:
+            return ScriptedProvider.from_file(
+                provider.script_path, provider_id=provider.id, models=models
+            )
+        return ScriptedProvider.demo(provider_id=provider.id, models=models)
+    if provider.type is ProviderType.LOCAL:
+        try:
+            from youyou.adapters.providers.local import LocalLlamaProvider
+        except ImportError as exc:
+            raise _invalid(
+                f"providers[{index}]: type = 'local' needs the optional extra "
+                f"(pip install 'youyou-agent[local]'): {exc}"
+            ) from exc
+        return LocalLlamaProvider(
+            provider_id=provider.id, models=models, model_path=provider.model_path,
+            n_ctx=provider.n_ctx,
+        )
+    retry = RetryPolicy(max_attempts=provider.max_attempts,
+                        base_delay_s=provider.retry_base_delay_s)
+    api_names = {m.id: m.api_name for m in provider.models if m.api_name}
+    common: _HTTPOptions = {
+        "provider_id": provider.id,
+        "models": models,
+        "base_url": provider.base_url,
+        "api_key": resolve_api_key(provider, index, environ),
+        "headers": provider.headers,
+        "timeout_s": provider.timeout_s,
+        "retry": retry,
+        "api_model_names": api_names,
+    }
+    if provider.type is ProviderType.ANTHROPIC:
+        return AnthropicProvider(**common, max_tokens=provider.max_tokens)
+    return OpenAICompatProvider(**common, stream_usage=provider.stream_usage)
+
+
+def build_providers(
+    settings: Settings, *, environ: Mapping[str, str] | None = None
+) -> list[ModelProvider]:
+    """One provider per ``[[providers]]`` entry, in file order."""
+    env = os.environ if environ is None else environ
+    return [build_provider(p, i, env) for i, p in enumerate(settings.providers)]

@@ -1,0 +1,294 @@
+"""Configuration: one ``youyou.toml`` (SPEC §7) plus environment overrides.
+
+The file path comes from the caller (``--config``) or ``YOUYOU_CONFIG``; with neither, every
+default applies: 127.0.0.1:8000, SQLite in the user's data directory and the offline scripted
+demo model. ``YOUYOU_DATABASE_URL`` wins over ``[database].url``. API keys are never read from
+the file, only from the environment variable a provider names in ``api_key_env``.
+Every problem is an ``AgentError(INVALID_CONFIG)`` naming the offending key path.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Self
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+
+from youyou.adapters.providers.scripted import DEMO_MODEL
+from youyou.domain.config import AgentConfig, CompactionPolicy, MemoryMode, SummaryFailurePolicy
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.model import ModelInfo, ProviderCapability
+
+CONFIG_ENV = "YOUYOU_CONFIG"
+DATABASE_URL_ENV = "YOUYOU_DATABASE_URL"
+
+
+def default_database_url() -> str:
+    path = Path(platformdirs.user_data_dir("youyou")) / "youyou.db"
+    return f"sqlite+aiosqlite:///{path}"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    registration: bool = True
+    """Whether new users may sign up; off for a team server with provisioned accounts."""
+
+
+class DatabaseSettings(_Section):
+    url: str = Field(default_factory=default_database_url, min_length=1)
+
+
+class AgentSettings(_Section):
+    """Seed 001 §5.3 with its defaults; ``default_model`` defaults to the first model."""
+
+    default_model: str | None = None
+    system_instructions: tuple[str, ...] = ()
+    personality: str | None = None
+    memory_namespace: str = Field("default", pattern=r"\S")
+    tool_timeout_ms: PositiveInt = 120_000
+    compact_threshold: float = Field(0.8, gt=0.0, lt=1.0)
+    compact_model: str | None = None
+    compact_prompt: str | None = None
+    max_tool_calls_per_turn: PositiveInt = 50
+    memory_model: str | None = None
+    memory_checkpoint_interval: PositiveInt = 10
+    memory_max_items: PositiveInt = 20
+    max_active_sessions: PositiveInt = 1
+
+
+class MemorySettings(_Section):
+    enabled: bool = True
+    """Long-term memory (seed 001 §8.8): extraction at checkpoints and recall into prompts."""
+
+
+_MODE_ALIASES = {"every_30_turns": MemoryMode.EVERY_N_TURNS,
+                 "context_70_percent": MemoryMode.CONTEXT_PERCENT}
+
+
+class CompactionSettings(_Section):
+    """SPEC §4.2: the default trigger of new sessions and the thresholds of all triggers.
+
+    ``mode`` takes the workbench names (``every_30_turns``, ``context_70_percent``,
+    ``manual``) or the kernel's (``every_n_turns``, ``context_percent``). The workbench never
+    drops facts silently, so a failed summary keeps the boundary (``on_summary_failure``).
+    """
+
+    mode: MemoryMode = MemoryMode.EVERY_N_TURNS
+    every_n_turns: PositiveInt = 30
+    context_percent: float = Field(0.70, gt=0.0, lt=1.0)
+    hard_limit: float = Field(0.95, gt=0.0, le=1.0)
+    on_summary_failure: SummaryFailurePolicy = SummaryFailurePolicy.FAIL
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_alias(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("mode") in _MODE_ALIASES:
+            return {**data, "mode": _MODE_ALIASES[data["mode"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.context_percent >= self.hard_limit:
+            raise ValueError("compaction.context_percent must be below compaction.hard_limit")
+        return self
+
+    def policy(self) -> CompactionPolicy:
+        return CompactionPolicy(**self.model_dump())
+
+
+class ProviderType(StrEnum):
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    LOCAL = "local"
+    SCRIPTED = "scripted"
+
+
+class ModelSettings(_Section):
+    id: str = Field(min_length=1)
+    display_name: str | None = None
+    context_window: PositiveInt
+    capabilities: frozenset[ProviderCapability] = frozenset(
+        {ProviderCapability.TOOL_USE, ProviderCapability.STREAMING}
+    )
+    api_name: str | None = None
+    """The model name sent to the API when it differs from ``id`` (ids are globally unique)."""
+
+    def to_model_info(self) -> ModelInfo:
+        return ModelInfo(model_id=self.id, display_name=self.display_name or self.id,
+                         context_window=self.context_window, capabilities=self.capabilities)
+
+
+_ONLY_FOR: dict[str, ProviderType] = {
+    "script_path": ProviderType.SCRIPTED,
+    "model_path": ProviderType.LOCAL,
+    "n_ctx": ProviderType.LOCAL,
+    "stream_usage": ProviderType.OPENAI,
+    "max_tokens": ProviderType.ANTHROPIC,
+}
+
+
+class ProviderSettings(_Section):
+    id: str = Field(min_length=1)
+    type: ProviderType
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: PositiveInt = 3
+    retry_base_delay_s: float = Field(0.5, ge=0)
+    stream_usage: bool = True
+    max_tokens: PositiveInt = 4096
+    script_path: str | None = None
+    model_path: str | None = None
+    n_ctx: PositiveInt = 4096
+    models: tuple[ModelSettings, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_secrets(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "api_key" in data:
+            raise ValueError(
+                "api_key: keys are read from the environment only; "
+                'set api_key_env = "NAME_OF_THE_VARIABLE" instead'
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        for key, owner in _ONLY_FOR.items():
+            if key in self.model_fields_set and self.type is not owner:
+                raise ValueError(f"{key} applies only to type = {owner.value!r}")
+        if not self.models and self.type is not ProviderType.SCRIPTED:
+            raise ValueError("models: at least one [[providers.models]] entry is required")
+        return self
+
+    def model_infos(self) -> tuple[ModelInfo, ...]:
+        if not self.models and self.type is ProviderType.SCRIPTED:
+            return (DEMO_MODEL,)
+        return tuple(m.to_model_info() for m in self.models)
+
+
+class McpServerSettings(_Section):
+    """An MCP server: a local process (``command`` + ``args``) or a streamable HTTP ``url``."""
+
+    name: str = Field(min_length=1)
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> Self:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("exactly one of command (stdio) or url (streamable HTTP) is required")
+        return self
+
+
+DEMO_PROVIDER = ProviderSettings(id="scripted", type=ProviderType.SCRIPTED)
+
+
+class Settings(_Section):
+    server: ServerSettings = ServerSettings()
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    agent: AgentSettings = AgentSettings()
+    memory: MemorySettings = MemorySettings()
+    compaction: CompactionSettings = CompactionSettings()
+    providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
+    mcp_servers: tuple[McpServerSettings, ...] = ()
+
+    @model_validator(mode="after")
+    def _references(self) -> Self:
+        _unique("providers[].id", [p.id for p in self.providers])
+        _unique("providers[].models[].id", self.model_ids())
+        _unique("mcp_servers[].name", [s.name for s in self.mcp_servers])
+        if not self.providers:
+            raise ValueError("providers: at least one [[providers]] entry is required")
+        for key in ("default_model", "compact_model", "memory_model"):
+            model = getattr(self.agent, key)
+            if model is not None and model not in self.model_ids():
+                raise ValueError(
+                    f"agent.{key}: {model!r} is not a model of any [[providers]] entry "
+                    f"(known: {', '.join(self.model_ids())})"
+                )
+        return self
+
+    def model_ids(self) -> list[str]:
+        return [m.model_id for p in self.providers for m in p.model_infos()]
+
+    @property
+    def default_model(self) -> str:
+        return self.agent.default_model or self.model_ids()[0]
+
+    def agent_config(self) -> AgentConfig:
+        """The kernel's ``AgentConfig`` built from ``[agent]``."""
+        values = self.agent.model_dump(exclude={"default_model"})
+        return AgentConfig(
+            default_model=self.default_model, compaction=self.compaction.policy(), **values
+        )
+
+
+def _unique(key: str, values: list[str]) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{key}: {value!r} appears more than once")
+        seen.add(value)
+
+
+def _invalid(message: str) -> AgentError:
+    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise _invalid(f"configuration file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise _invalid(f"{path} is not valid TOML: {exc}") from exc
+
+
+def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") -> Settings:
+    """Validate already-parsed TOML data; errors name each offending key path."""
+    try:
+        return Settings.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = _key_path(error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+        raise _invalid(f"invalid {source}: " + "; ".join(problems)) from exc
+
+
+def load_settings(
+    path: str | Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Read the TOML file (``path`` or ``$YOUYOU_CONFIG``, else none) and apply env overrides."""
+    env = os.environ if environ is None else environ
+    chosen = path or env.get(CONFIG_ENV) or None
+    data: dict[str, Any] = _read_file(Path(chosen)) if chosen else {}
+    if database_url := env.get(DATABASE_URL_ENV):
+        database = data.get("database", {})
+        data["database"] = {**database, "url": database_url} if isinstance(database, dict) else {
+            "url": database_url}
+    return parse_settings(data, source=str(chosen) if chosen else "configuration")
