@@ -7,6 +7,7 @@ in the ledger and a ``context_compaction`` metadata event records the new bounda
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from youyou.domain.ledger import (
     ToolCall,
     ToolResult,
     UserMessage,
+    is_message,
 )
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
 
@@ -59,6 +61,14 @@ def should_compact(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
     if policy.mode is MemoryMode.EVERY_N_TURNS:
         return runtime.context.turns.completed >= policy.every_n_turns
     return estimate.total >= window * policy.context_percent
+
+
+def target_tokens(runtime: SessionRuntime) -> int:
+    """The largest request that triggers no size-based compaction."""
+    ratio = runtime.resolved.runtime_policy.compact_threshold
+    if runtime.compaction.mode is MemoryMode.CONTEXT_PERCENT:
+        ratio = min(ratio, runtime.compaction.context_percent)
+    return math.ceil(runtime.model.context_window * ratio) - 1
 
 
 def render_transcript(messages: Sequence[VisibleMessage]) -> str:
@@ -142,13 +152,20 @@ class Compactor:
             record = await self._summarize(runtime, messages)
         if record is None:
             pinned = estimate.total - sum(context.estimator.message_tokens(m) for m in messages)
-            budget = int(runtime.model.context_window
-                         * runtime.resolved.runtime_policy.compact_threshold) - pinned
+            budget = target_tokens(runtime) - pinned
             boundary = truncation_boundary(messages, context.estimator.message_tokens, budget)
             if boundary is None:
                 return None
             record = CompactionRecord(mode=CompactionMode.TRUNCATION_FALLBACK,
                                       replaces_through_seq=boundary)
+        previous = context.state.latest_compaction
+        behind = sum(
+            1 for m in messages
+            if m.source_seq is not None and m.source_seq <= record.replaces_through_seq
+            and is_message(m.message)
+        )
+        record = record.model_copy(update={"compacted_message_count": behind + (
+            previous.compacted_message_count if previous else 0)})
         await self._sessions.record(runtime, Metadata(
             key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json")
         ))

@@ -33,6 +33,8 @@ class CompactionRecord(BaseModel):
     mode: CompactionMode
     replaces_through_seq: int
     summary_body: str | None = None
+    # Projection for UIs: user/assistant/system messages behind the boundary so far.
+    compacted_message_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
