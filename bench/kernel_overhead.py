@@ -115,10 +115,12 @@ def main() -> None:
     if args.profile:
         profiler.stop()
         print(profiler.output_text(unicode=True, color=False, show_all=False))
-    print(f"(a) {args.turns} turns: mean {statistics.mean(durations):.3f} ms/turn, "
-          f"median {statistics.median(durations):.3f} ms, "
-          f"first 10 {statistics.mean(durations[:10]):.3f} ms, "
-          f"last 10 {statistics.mean(durations[-10:]):.3f} ms")
+    print(
+        f"(a) {args.turns} turns: mean {statistics.mean(durations):.3f} ms/turn, "
+        f"median {statistics.median(durations):.3f} ms, "
+        f"first 10 {statistics.mean(durations[:10]):.3f} ms, "
+        f"last 10 {statistics.mean(durations[-10:]):.3f} ms"
+    )
     wall = asyncio.run(bench_tools())
     print(f"(b) 5 rounds x 4 read-only tools (50 ms each): wall {wall:.3f} s (floor 0.250 s)")
 

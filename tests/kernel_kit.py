@@ -27,14 +27,17 @@ from youyou.adapters.tokens import ApproximateTokenCounter
 ALL_CAPS = frozenset(
     {ProviderCapability.TOOL_USE, ProviderCapability.VISION, ProviderCapability.STREAMING}
 )
-MODEL = ModelInfo(model_id="m1", display_name="Model 1", context_window=100_000,
-                  capabilities=ALL_CAPS)
+MODEL = ModelInfo(
+    model_id="m1", display_name="Model 1", context_window=100_000, capabilities=ALL_CAPS
+)
 
 
-def model(model_id: str = "m1", *, window: int = 100_000,
-          caps: frozenset[ProviderCapability] = ALL_CAPS) -> ModelInfo:
-    return ModelInfo(model_id=model_id, display_name=model_id, context_window=window,
-                     capabilities=caps)
+def model(
+    model_id: str = "m1", *, window: int = 100_000, caps: frozenset[ProviderCapability] = ALL_CAPS
+) -> ModelInfo:
+    return ModelInfo(
+        model_id=model_id, display_name=model_id, context_window=window, capabilities=caps
+    )
 
 
 @dataclass
@@ -52,7 +55,8 @@ class RecordingTool:
     @property
     def descriptor(self) -> ToolDescriptor:
         return ToolDescriptor(
-            name=self.name, description=f"tool {self.name}",
+            name=self.name,
+            description=f"tool {self.name}",
             parameters_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
             mutating=self.mutating,
         )
@@ -66,8 +70,9 @@ class RecordingTool:
         self.finished.append(loop.time())
         if self.behaviour is not None:
             return await self.behaviour(tool_input.arguments)
-        return ToolOutput(content=f"{self.name} ok {tool_input.arguments}",
-                          metadata={"tool": self.name})
+        return ToolOutput(
+            content=f"{self.name} ok {tool_input.arguments}", metadata={"tool": self.name}
+        )
 
 
 async def build_agent(

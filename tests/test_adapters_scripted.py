@@ -15,21 +15,27 @@ from youyou.domain.model import (
     ToolCallRequested,
 )
 
-REQUEST = ChatRequest(model_id="youyou-demo", system_prompt="",
-                      messages=(ModelMessage(role=ModelMessageRole.USER,
-                                             content=(TextBlock(text="ping"),)),))
+REQUEST = ChatRequest(
+    model_id="youyou-demo",
+    system_prompt="",
+    messages=(ModelMessage(role=ModelMessageRole.USER, content=(TextBlock(text="ping"),)),),
+)
 
 
-async def events(provider: ScriptedProvider, cancel: CancellationToken | None = None) -> list[object]:
+async def events(
+    provider: ScriptedProvider, cancel: CancellationToken | None = None
+) -> list[object]:
     return [e async for e in provider.chat(REQUEST, cancel or CancellationToken())]
 
 
 async def test_script_file_json_and_yaml(tmp_path: Path) -> None:
-    script = {"responses": [
-        {"text": "hello world", "chunks": 2, "reasoning": "think"},
-        {"tool_calls": [{"id": "c1", "name": "get_current_time", "arguments": {}}]},
-        {"error": {"kind": "context_length_exceeded", "message": "too long"}},
-    ]}
+    script = {
+        "responses": [
+            {"text": "hello world", "chunks": 2, "reasoning": "think"},
+            {"tool_calls": [{"id": "c1", "name": "get_current_time", "arguments": {}}]},
+            {"error": {"kind": "context_length_exceeded", "message": "too long"}},
+        ]
+    }
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script))
     yaml_path = tmp_path / "script.yaml"
@@ -45,7 +51,9 @@ async def test_script_file_json_and_yaml(tmp_path: Path) -> None:
     demo = await events(provider)  # script exhausted: the demo answers
     assert "ping" in "".join(e.text for e in demo if isinstance(e, TextDelta))
     assert [type(e).__name__ for e in await events(ScriptedProvider.from_file(yaml_path))] == [
-        "TextDelta", "Done"]
+        "TextDelta",
+        "Done",
+    ]
     assert provider.requests == [REQUEST] * 4
 
 

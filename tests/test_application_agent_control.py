@@ -1,8 +1,8 @@
 import asyncio
 
 import pytest
-
 from tests.kernel_kit import build_agent, text
+
 from youyou import AgentConfig, AgentError, ErrorCode
 from youyou.application.agent_control import AgentControl, LifecycleState
 
@@ -50,11 +50,14 @@ def test_no_claim_after_shutdown_begins() -> None:
 
 async def test_shutdown_racing_new_session_never_leaves_a_session_after_shutdown() -> None:
     for _ in range(20):
-        agent, _ = await build_agent([text("x")],
-                                     config=AgentConfig(default_model="m1", max_active_sessions=8))
+        agent, _ = await build_agent(
+            [text("x")], config=AgentConfig(default_model="m1", max_active_sessions=8)
+        )
         results = await asyncio.gather(
-            *(agent.new_session() for _ in range(4)), agent.shutdown(),
-            *(agent.new_session() for _ in range(4)), return_exceptions=True,
+            *(agent.new_session() for _ in range(4)),
+            agent.shutdown(),
+            *(agent.new_session() for _ in range(4)),
+            return_exceptions=True,
         )
         assert agent.lifecycle is LifecycleState.SHUTDOWN
         for result in results:

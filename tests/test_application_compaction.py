@@ -91,7 +91,7 @@ async def session_at(
 async def test_context_percent_trigger_at_exactly_70_percent(delta: int, compacts: bool) -> None:
     message = "m" * 20
     history = 700 - candidate_tokens(message) + delta
-    _, provider, session = await session_at(
+    _, _provider, session = await session_at(
         history, mode=MemoryMode.CONTEXT_PERCENT, extra=[text("SUMMARY"), text("answer")]
     )
     turn = await session.send_message(message)

@@ -1,6 +1,6 @@
 import pytest
-
 from tests.kernel_kit import model
+
 from youyou import AgentError, ErrorCode, ProviderCapability, TextBlock, ToolDescriptor
 from youyou.application.request_builder import ChatRequestBuilder, RequestBuildOptions
 from youyou.domain.context import VisibleMessage
@@ -27,12 +27,19 @@ def user(t: str) -> UserMessage:
     return UserMessage(content=(TextBlock(text=t),))
 
 
-HISTORY = [vm(2, user("old")), vm(3, AssistantMessage(content=(TextBlock(text="reply"),))),
-           vm(4, user("now"))]
-CALL = ToolCall(call=ToolCallRecord(call_id="c1", tool_name="t", requested_arguments={"a": 0},
-                                    effective_arguments={"a": 1}))
-RESULT = ToolResult(result=ToolResultRecord(call_id="c1", tool_name="t",
-                                            output=ToolOutput(content="res")))
+HISTORY = [
+    vm(2, user("old")),
+    vm(3, AssistantMessage(content=(TextBlock(text="reply"),))),
+    vm(4, user("now")),
+]
+CALL = ToolCall(
+    call=ToolCallRecord(
+        call_id="c1", tool_name="t", requested_arguments={"a": 0}, effective_arguments={"a": 1}
+    )
+)
+RESULT = ToolResult(
+    result=ToolResultRecord(call_id="c1", tool_name="t", output=ToolOutput(content="res"))
+)
 
 
 def context(visible: list[VisibleMessage], post: list[VisibleMessage]) -> RequestContext:
@@ -41,11 +48,19 @@ def context(visible: list[VisibleMessage], post: list[VisibleMessage]) -> Reques
 
 def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
     builder = ChatRequestBuilder()
-    post = [vm(5, AssistantMessage(content=(TextBlock(text="checking"),))), vm(6, CALL),
-            vm(7, RESULT)]
-    request = builder.build(model=model(), system_prompt="sys", visible=HISTORY,
-                            context=context(HISTORY, post), tools=[TOOL],
-                            options=RequestBuildOptions(allow_tools=True))
+    post = [
+        vm(5, AssistantMessage(content=(TextBlock(text="checking"),))),
+        vm(6, CALL),
+        vm(7, RESULT),
+    ]
+    request = builder.build(
+        model=model(),
+        system_prompt="sys",
+        visible=HISTORY,
+        context=context(HISTORY, post),
+        tools=[TOOL],
+        options=RequestBuildOptions(allow_tools=True),
+    )
     roles = [m.role.value for m in request.messages]
     assert roles == ["user", "assistant", "user", "system", "assistant", "tool"]
     assert request.messages[3].content[0].text == "<skill>s</skill>"  # type: ignore[union-attr]
@@ -54,14 +69,19 @@ def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
     assert [(c.call_id, c.arguments) for c in merged.tool_calls] == [("c1", {"a": 1})]
     assert request.messages[5].tool_call_id == "c1"
     assert request.tools == (TOOL,)
-    assert "sys" == request.system_prompt
+    assert request.system_prompt == "sys"
     assert (request.temperature, request.max_tokens, request.reasoning_effort) == (None,) * 3
 
 
 def test_allow_tools_false_sends_no_tools() -> None:
     request = ChatRequestBuilder().build(
-        model=model(), system_prompt="s", visible=HISTORY, context=context(HISTORY, []),
-        tools=[TOOL], options=RequestBuildOptions(allow_tools=False))
+        model=model(),
+        system_prompt="s",
+        visible=HISTORY,
+        context=context(HISTORY, []),
+        tools=[TOOL],
+        options=RequestBuildOptions(allow_tools=False),
+    )
     assert request.tools == ()
 
 
@@ -69,13 +89,23 @@ def test_tools_need_tool_use_only_when_allowed() -> None:
     chat_only = model("c", caps=frozenset({ProviderCapability.STREAMING}))
     builder = ChatRequestBuilder()
     with pytest.raises(AgentError) as info:
-        builder.build(model=chat_only, system_prompt="s", visible=HISTORY,
-                      context=context(HISTORY, []), tools=[TOOL],
-                      options=RequestBuildOptions(allow_tools=True))
+        builder.build(
+            model=chat_only,
+            system_prompt="s",
+            visible=HISTORY,
+            context=context(HISTORY, []),
+            tools=[TOOL],
+            options=RequestBuildOptions(allow_tools=True),
+        )
     assert info.value.code is ErrorCode.MODEL_NOT_SUPPORTED
-    request = builder.build(model=chat_only, system_prompt="s", visible=HISTORY,
-                            context=context(HISTORY, []), tools=[TOOL],
-                            options=RequestBuildOptions(allow_tools=False))
+    request = builder.build(
+        model=chat_only,
+        system_prompt="s",
+        visible=HISTORY,
+        context=context(HISTORY, []),
+        tools=[TOOL],
+        options=RequestBuildOptions(allow_tools=False),
+    )
     assert request.tools == ()
 
 
@@ -85,8 +115,20 @@ def test_incremental_prefix_matches_a_fresh_conversion() -> None:
     for seq in range(5, 40):
         visible.append(vm(seq, user(f"m{seq}") if seq % 2 else SystemMessage(content=f"s{seq}")))
         ctx = context(visible, [])
-        incremental = cached.build(model=model(), system_prompt="s", visible=visible,
-                                   context=ctx, tools=[], options=RequestBuildOptions(True))
-        fresh = ChatRequestBuilder().build(model=model(), system_prompt="s", visible=visible,
-                                           context=ctx, tools=[], options=RequestBuildOptions(True))
+        incremental = cached.build(
+            model=model(),
+            system_prompt="s",
+            visible=visible,
+            context=ctx,
+            tools=[],
+            options=RequestBuildOptions(True),
+        )
+        fresh = ChatRequestBuilder().build(
+            model=model(),
+            system_prompt="s",
+            visible=visible,
+            context=ctx,
+            tools=[],
+            options=RequestBuildOptions(True),
+        )
         assert incremental.messages == fresh.messages

@@ -2,6 +2,7 @@ import asyncio
 from typing import Any
 
 from tests.kernel_kit import RecordingTool, build_agent, payload_types, text
+
 from youyou import AgentConfig, OutcomeStatus, ScriptedResponse, ToolOutput
 from youyou.api.running_turn import TurnController
 from youyou.application.tool_dispatcher import CANCELLED_OUTPUT
@@ -18,10 +19,14 @@ def results(session: Any) -> list[ToolResult]:
 
 
 async def test_read_only_batch_runs_concurrently_and_commits_in_model_order() -> None:
-    slow, fast, mid = RecordingTool("slow", delay=0.15), RecordingTool("fast", delay=0.01), \
-        RecordingTool("mid", delay=0.05)
-    agent, provider = await build_agent([batch("slow", "fast", "mid"), text("done")],
-                                        tools=[slow, fast, mid])
+    slow, fast, mid = (
+        RecordingTool("slow", delay=0.15),
+        RecordingTool("fast", delay=0.01),
+        RecordingTool("mid", delay=0.05),
+    )
+    agent, provider = await build_agent(
+        [batch("slow", "fast", "mid"), text("done")], tools=[slow, fast, mid]
+    )
     session = await agent.new_session()
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -39,10 +44,13 @@ async def test_read_only_batch_runs_concurrently_and_commits_in_model_order() ->
 
 
 async def test_one_mutating_call_makes_the_batch_serial() -> None:
-    reader, writer = RecordingTool("reader", delay=0.03), RecordingTool("writer", mutating=True,
-                                                                       delay=0.03)
-    agent, _ = await build_agent([batch("reader", "writer", "reader"), text("done")],
-                                 tools=[reader, writer])
+    reader, writer = (
+        RecordingTool("reader", delay=0.03),
+        RecordingTool("writer", mutating=True, delay=0.03),
+    )
+    agent, _ = await build_agent(
+        [batch("reader", "writer", "reader"), text("done")], tools=[reader, writer]
+    )
     session = await agent.new_session()
     turn = await session.send_message("go")
     events = await turn.collect()
@@ -62,8 +70,9 @@ async def test_cancel_during_a_serial_batch_skips_the_rest_in_order() -> None:
 
     first = RecordingTool("first", mutating=True, behaviour=cancel_then_finish)
     later = RecordingTool("later", mutating=True)
-    agent, provider = await build_agent([batch("first", "later", "later"), text("never")],
-                                        tools=[first, later])
+    agent, provider = await build_agent(
+        [batch("first", "later", "later"), text("never")], tools=[first, later]
+    )
     session = await agent.new_session()
     turn = await session.send_message("go")
     holder["controller"] = turn.controller()
@@ -74,8 +83,11 @@ async def test_cancel_during_a_serial_batch_skips_the_rest_in_order() -> None:
     assert outs[0].content == "first finished"
     assert outs[1:] == [CANCELLED_OUTPUT, CANCELLED_OUTPUT]
     assert CANCELLED_OUTPUT.content == "[tool skipped: cancelled before execution]"
-    assert CANCELLED_OUTPUT.metadata == {"synthetic": True, "skipped": True,
-                                         "reason": "cancelled_before_execution"}
+    assert CANCELLED_OUTPUT.metadata == {
+        "synthetic": True,
+        "skipped": True,
+        "reason": "cancelled_before_execution",
+    }
     kinds = [type(e.payload) for e in session.events[-6:]]
     assert kinds == [ToolCall, ToolResult] * 3
     types = [t for t in payload_types(events) if t.startswith("tool_call")]
@@ -87,8 +99,12 @@ async def test_cancel_during_a_serial_batch_skips_the_rest_in_order() -> None:
 async def test_cancel_before_a_concurrent_batch_dispatches_skips_every_call() -> None:
     tool = RecordingTool("t")
     agent, _ = await build_agent(
-        [ScriptedResponse.tool_calls([("c0", "t", {}), ("c1", "t", {})], delay_s=0.02),
-         text("never")], tools=[tool])
+        [
+            ScriptedResponse.tool_calls([("c0", "t", {}), ("c1", "t", {})], delay_s=0.02),
+            text("never"),
+        ],
+        tools=[tool],
+    )
     session = await agent.new_session()
     turn = await session.send_message("go")
     async for event in turn.events:
@@ -107,8 +123,10 @@ async def test_timeout_unknown_tool_and_failure_become_error_outputs() -> None:
     slow = RecordingTool("slow", delay=1.0)
     failing = RecordingTool("failing", behaviour=boom)
     agent, provider = await build_agent(
-        [batch("slow", "ghost", "failing"), text("handled")], tools=[slow, failing],
-        config=AgentConfig(default_model="m1", tool_timeout_ms=50))
+        [batch("slow", "ghost", "failing"), text("handled")],
+        tools=[slow, failing],
+        config=AgentConfig(default_model="m1", tool_timeout_ms=50),
+    )
     session = await agent.new_session()
     turn = await session.send_message("go")
     events = await turn.collect()
@@ -121,8 +139,14 @@ async def test_timeout_unknown_tool_and_failure_become_error_outputs() -> None:
     errors = [e.payload for e in events if e.payload.type == "error"]
     assert [e.code for e in errors] == codes  # type: ignore[union-attr]
     assert all(not e.fatal for e in errors)  # type: ignore[union-attr]
-    assert provider.requests[1].messages[-1].content[0].text.startswith(  # type: ignore[union-attr]
-        "TOOL_EXECUTION_ERROR")
+    assert (
+        provider.requests[1]
+        .messages[-1]
+        .content[0]
+        .text.startswith(  # type: ignore[union-attr]
+            "TOOL_EXECUTION_ERROR"
+        )
+    )
 
 
 async def test_huge_output_is_truncated_everywhere() -> None:
@@ -144,7 +168,9 @@ async def test_huge_output_is_truncated_everywhere() -> None:
 
 async def test_display_metadata_is_what_events_show() -> None:
     async def with_display(args: dict[str, Any]) -> ToolOutput:
-        return ToolOutput(content="Loaded skill: x\n\nlong body", metadata={"display": "Loaded skill: x"})
+        return ToolOutput(
+            content="Loaded skill: x\n\nlong body", metadata={"display": "Loaded skill: x"}
+        )
 
     tool = RecordingTool("show", behaviour=with_display)
     agent, provider = await build_agent([batch("show"), text("ok")], tools=[tool])

@@ -2,8 +2,8 @@ import asyncio
 import base64
 
 import pytest
-
 from tests.kernel_kit import RecordingTool, build_agent, model, payload_types, text
+
 from youyou import (
     AgentConfig,
     AgentError,
@@ -71,9 +71,12 @@ async def test_ledger_order_of_a_plain_turn() -> None:
 
 
 async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
-    agent, provider = await build_agent([
-        text("partial answer that goes on and on", chunks=8, delay_s=0.02), text("next"),
-    ])
+    agent, provider = await build_agent(
+        [
+            text("partial answer that goes on and on", chunks=8, delay_s=0.02),
+            text("next"),
+        ]
+    )
     session = await agent.new_session()
     turn = await session.send_message("hi")
     controller = turn.controller()
@@ -93,12 +96,16 @@ async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
     assert isinstance(last, AssistantMessage)
     assert last.status is MessageStatus.INCOMPLETE
     assert last.content[0].text == "".join(  # type: ignore[union-attr]
-        e.payload.text for e in seen if e.payload.type == "text_delta")  # type: ignore[union-attr]
+        e.payload.text for e in seen if e.payload.type == "text_delta"
+    )  # type: ignore[union-attr]
     # the next request shows the cancel marker right after the partial answer
     await (await session.send_message("go on")).join()
     contents = [m.content for m in provider.requests[-1].messages]
-    marker_index = next(i for i, c in enumerate(contents)
-                        if c and getattr(c[0], "text", "") == INCOMPLETE_ASSISTANT_MARKER)
+    marker_index = next(
+        i
+        for i, c in enumerate(contents)
+        if c and getattr(c[0], "text", "") == INCOMPLETE_ASSISTANT_MARKER
+    )
     assert getattr(contents[marker_index - 1][0], "text", "").startswith("partial")
 
 
@@ -166,8 +173,7 @@ async def test_image_needs_vision_but_file_content_does_not() -> None:
 
 async def test_tools_need_tool_use_capability() -> None:
     no_tools = model("chat-only", caps=frozenset({ProviderCapability.STREAMING}))
-    agent, provider = await build_agent([text("x")], models=[no_tools],
-                                        tools=[RecordingTool("t")])
+    agent, provider = await build_agent([text("x")], models=[no_tools], tools=[RecordingTool("t")])
     session = await agent.new_session()
     outcome = await (await session.send_message("hi")).join()
     assert outcome.error is not None and outcome.error.code is ErrorCode.MODEL_NOT_SUPPORTED
@@ -177,9 +183,12 @@ async def test_tools_need_tool_use_capability() -> None:
 async def test_tool_loop_feeds_results_back_in_model_order() -> None:
     tool = RecordingTool("lookup")
     agent, provider = await build_agent(
-        [ScriptedResponse.tool_calls([("c1", "lookup", {"x": 1}), ("c2", "lookup", {"x": 2})],
-                                     text="let me check"),
-         text("found it")],
+        [
+            ScriptedResponse.tool_calls(
+                [("c1", "lookup", {"x": 1}), ("c2", "lookup", {"x": 2})], text="let me check"
+            ),
+            text("found it"),
+        ],
         tools=[tool],
     )
     session = await agent.new_session()
@@ -187,8 +196,16 @@ async def test_tool_loop_feeds_results_back_in_model_order() -> None:
     events = await turn.collect()
     assert (await turn.join()).status is OutcomeStatus.COMPLETED
     kinds = [type(e.payload).__name__ for e in session.events]
-    assert kinds == ["Metadata", "UserMessage", "AssistantMessage", "ToolCall", "ToolCall",
-                     "ToolResult", "ToolResult", "AssistantMessage"]
+    assert kinds == [
+        "Metadata",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolCall",
+        "ToolCall",
+        "ToolResult",
+        "ToolResult",
+        "AssistantMessage",
+    ]
     second = provider.requests[1]
     assert [m.role.value for m in second.messages] == ["user", "assistant", "tool", "tool"]
     assert [c.call_id for c in second.messages[1].tool_calls] == ["c1", "c2"]
@@ -203,8 +220,12 @@ async def test_tool_loop_feeds_results_back_in_model_order() -> None:
 async def test_tool_calls_without_tool_calls_finish_reason_are_a_provider_error() -> None:
     from youyou.domain.model import Done, FinishReason, ToolCallRequested
 
-    bad = ScriptedResponse((ToolCallRequested(call_id="c", tool_name="t", arguments={}),
-                            Done(finish_reason=FinishReason.STOP)))
+    bad = ScriptedResponse(
+        (
+            ToolCallRequested(call_id="c", tool_name="t", arguments={}),
+            Done(finish_reason=FinishReason.STOP),
+        )
+    )
     tool = RecordingTool("t")
     agent, _ = await build_agent([bad], tools=[tool])
     session = await agent.new_session()
@@ -220,7 +241,8 @@ async def test_max_tool_calls_then_tools_disabled_final_answer() -> None:
     tool = RecordingTool("t")
     calls = [ScriptedResponse.tool_calls([(f"c{i}", "t", {})]) for i in range(3)]
     agent, provider = await build_agent(
-        [*calls, text("summary without tools")], tools=[tool],
+        [*calls, text("summary without tools")],
+        tools=[tool],
         config=AgentConfig(default_model="m1", max_tool_calls_per_turn=2),
     )
     session = await agent.new_session()
@@ -234,8 +256,9 @@ async def test_max_tool_calls_then_tools_disabled_final_answer() -> None:
 async def test_max_tool_calls_exceeded_when_the_model_keeps_calling() -> None:
     tool = RecordingTool("t")
     calls = [ScriptedResponse.tool_calls([(f"c{i}", "t", {})]) for i in range(3)]
-    agent, _ = await build_agent(calls, tools=[tool],
-                                 config=AgentConfig(default_model="m1", max_tool_calls_per_turn=1))
+    agent, _ = await build_agent(
+        calls, tools=[tool], config=AgentConfig(default_model="m1", max_tool_calls_per_turn=1)
+    )
     session = await agent.new_session()
     outcome = await (await session.send_message("loop")).join()
     assert outcome.error is not None and outcome.error.code is ErrorCode.MAX_TOOL_CALLS_EXCEEDED
@@ -243,9 +266,11 @@ async def test_max_tool_calls_exceeded_when_the_model_keeps_calling() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "code"),
-    [(ProviderErrorKind.TRANSPORT, ErrorCode.PROVIDER_ERROR),
-     (ProviderErrorKind.PROVIDER, ErrorCode.PROVIDER_ERROR),
-     (ProviderErrorKind.UNSUPPORTED_CAPABILITY, ErrorCode.MODEL_NOT_SUPPORTED)],
+    [
+        (ProviderErrorKind.TRANSPORT, ErrorCode.PROVIDER_ERROR),
+        (ProviderErrorKind.PROVIDER, ErrorCode.PROVIDER_ERROR),
+        (ProviderErrorKind.UNSUPPORTED_CAPABILITY, ErrorCode.MODEL_NOT_SUPPORTED),
+    ],
 )
 async def test_provider_errors_map_to_codes(kind: ProviderErrorKind, code: ErrorCode) -> None:
     agent, _ = await build_agent([ScriptedResponse.error(kind, "boom", retryable=True)])
@@ -275,7 +300,8 @@ async def test_unexpected_failure_inside_the_turn_is_a_panic() -> None:
             raise RuntimeError("tokenizer exploded")
 
     agent, _ = await build_agent(
-        [text("x")], configure=lambda b: b.with_token_counter(lambda _: Broken()))
+        [text("x")], configure=lambda b: b.with_token_counter(lambda _: Broken())
+    )
     session = await agent.new_session()
     turn = await session.send_message("q")
     events = await turn.collect()
@@ -312,8 +338,9 @@ def _kinds(events: object) -> list[type]:
 
 async def test_tool_results_hang_after_their_calls_in_the_ledger() -> None:
     tool = RecordingTool("t")
-    agent, _ = await build_agent([ScriptedResponse.tool_calls([("c1", "t", {"x": 5})]),
-                                  text("ok")], tools=[tool])
+    agent, _ = await build_agent(
+        [ScriptedResponse.tool_calls([("c1", "t", {"x": 5})]), text("ok")], tools=[tool]
+    )
     session = await agent.new_session()
     await (await session.send_message("q")).join()
     call = next(e.payload for e in session.events if isinstance(e.payload, ToolCall))

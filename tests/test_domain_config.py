@@ -21,11 +21,15 @@ def has(model_id: str) -> bool:
 def test_defaults_follow_seed_5_3() -> None:
     config = AgentConfig(default_model="a")
     assert (config.tool_timeout_ms, config.compact_threshold, config.max_tool_calls_per_turn) == (
-        120_000, 0.8, 50)
+        120_000,
+        0.8,
+        50,
+    )
     assert (config.memory_checkpoint_interval, config.memory_max_items) == (10, 20)
     assert config.max_active_sessions == 1
     policy = resolve_session_runtime_policy(
-        config, resolve_session_pinned_config(config, SessionConfig(), has), has)
+        config, resolve_session_pinned_config(config, SessionConfig(), has), has
+    )
     assert policy.compact_model_id == policy.memory_model_id == "a"
     assert policy.compact_prompt == DEFAULT_COMPACT_PROMPT
 
@@ -57,8 +61,7 @@ def test_invalid_configuration_is_rejected(changes: dict[str, object], code: Err
 
 def test_pinned_config_normalizes_and_is_independent_of_later_agent_config() -> None:
     config = AgentConfig(default_model="a", memory_namespace="  team ")
-    pinned = resolve_session_pinned_config(
-        config, SessionConfig(system_prompt_override="   "), has)
+    pinned = resolve_session_pinned_config(config, SessionConfig(system_prompt_override="   "), has)
     assert pinned.model_id == "a"
     assert pinned.system_prompt_override is None
     assert pinned.memory_namespace == "team"
@@ -68,15 +71,17 @@ def test_pinned_config_normalizes_and_is_independent_of_later_agent_config() -> 
 
 def test_unknown_session_model_is_not_supported() -> None:
     with pytest.raises(AgentError) as info:
-        resolve_session_pinned_config(AgentConfig(default_model="a"),
-                                      SessionConfig(model_id="zzz"), has)
+        resolve_session_pinned_config(
+            AgentConfig(default_model="a"), SessionConfig(model_id="zzz"), has
+        )
     assert info.value.code is ErrorCode.MODEL_NOT_SUPPORTED
 
 
 def test_runtime_policy_follows_current_agent_config() -> None:
     pinned = resolve_session_pinned_config(AgentConfig(default_model="a"), SessionConfig(), has)
-    changed = AgentConfig(default_model="b", compact_model="c", tool_timeout_ms=5,
-                          compact_prompt="  ")
+    changed = AgentConfig(
+        default_model="b", compact_model="c", tool_timeout_ms=5, compact_prompt="  "
+    )
     policy = resolve_session_runtime_policy(changed, pinned, has)
     assert policy.compact_model_id == "c"
     assert policy.memory_model_id == "a"  # defaults to the pinned model, not default_model

@@ -64,5 +64,6 @@ def test_image_size_limit_is_20_mb() -> None:
 
 
 def test_file_content_counts_as_content() -> None:
-    validate_user_input([FileContentBlock(file_name="log.txt", media_type="text/plain",
-                                          text="ERROR 42")])
+    validate_user_input(
+        [FileContentBlock(file_name="log.txt", media_type="text/plain", text="ERROR 42")]
+    )

@@ -55,11 +55,14 @@ def test_without_compaction_every_message_with_incomplete_markers() -> None:
 
 
 def test_summary_compaction_replaces_the_prefix_with_one_synthetic_message() -> None:
-    record = CompactionRecord(mode=CompactionMode.SUMMARY, replaces_through_seq=5,
-                              summary_body="they said a and b")
+    record = CompactionRecord(
+        mode=CompactionMode.SUMMARY, replaces_through_seq=5, summary_body="they said a and b"
+    )
     visible = rebuild_visible_messages(EVENTS, record)
     assert visible[0].source_seq is None
-    assert visible[0].message == SystemMessage(content=render_compaction_summary("they said a and b"))
+    assert visible[0].message == SystemMessage(
+        content=render_compaction_summary("they said a and b")
+    )
     assert render_compaction_summary("x") == f"{COMPACT_SUMMARY_PREFIX}\n\nx"
     assert [v.source_seq for v in visible[1:]] == [6, None, 7, 8]
 
@@ -72,10 +75,20 @@ def test_truncation_fallback_drops_the_prefix_without_a_summary() -> None:
 
 def test_turn_counter_counts_final_complete_answers_only() -> None:
     counter = TurnCounter()
-    call = ToolCall(call=ToolCallRecord(call_id="c", tool_name="t", requested_arguments={},
-                                        effective_arguments={}))
-    for payload in [user("1"), assistant("thinking"), call, assistant("final"),
-                    user("2"), assistant("cut", MessageStatus.INCOMPLETE),
-                    user("3"), assistant("ok")]:
+    call = ToolCall(
+        call=ToolCallRecord(
+            call_id="c", tool_name="t", requested_arguments={}, effective_arguments={}
+        )
+    )
+    for payload in [
+        user("1"),
+        assistant("thinking"),
+        call,
+        assistant("final"),
+        user("2"),
+        assistant("cut", MessageStatus.INCOMPLETE),
+        user("3"),
+        assistant("ok"),
+    ]:
         counter.feed(payload)
     assert counter.completed == 2

@@ -28,7 +28,9 @@ PROFILE = Metadata(key="session_profile", value={})
 
 
 def test_title_from_first_user_text_with_leading_skills_stripped() -> None:
-    summary = run(PROFILE, UserMessage(content=(TextBlock(text="/triage /logs Disk full on db-1\nmore"),)))
+    summary = run(
+        PROFILE, UserMessage(content=(TextBlock(text="/triage /logs Disk full on db-1\nmore"),))
+    )
     assert summary.title == "Disk full on db-1"
 
 
@@ -40,18 +42,29 @@ def test_title_from_file_text_keeps_skill_like_prefix() -> None:
 def test_untitled_fallback_and_first_text_wins() -> None:
     assert run(PROFILE).title == UNTITLED_SESSION
     image = ImageBlock(mime_type="image/png", data_base64="AA==")
-    summary = run(PROFILE, UserMessage(content=(image,)),
-                  UserMessage(content=(TextBlock(text="second"),)),
-                  UserMessage(content=(TextBlock(text="third"),)))
+    summary = run(
+        PROFILE,
+        UserMessage(content=(image,)),
+        UserMessage(content=(TextBlock(text="second"),)),
+        UserMessage(content=(TextBlock(text="third"),)),
+    )
     assert summary.title == "second"
     assert run(PROFILE, UserMessage(content=(TextBlock(text="/only"),))).title == UNTITLED_SESSION
 
 
 def test_message_count_and_timestamps() -> None:
-    call = ToolCall(call=ToolCallRecord(call_id="c", tool_name="t", requested_arguments={},
-                                        effective_arguments={}))
-    summary = run(PROFILE, UserMessage(content=(TextBlock(text="q"),)), call,
-                  AssistantMessage(content=(TextBlock(text="a"),)), SystemMessage(content="s"))
+    call = ToolCall(
+        call=ToolCallRecord(
+            call_id="c", tool_name="t", requested_arguments={}, effective_arguments={}
+        )
+    )
+    summary = run(
+        PROFILE,
+        UserMessage(content=(TextBlock(text="q"),)),
+        call,
+        AssistantMessage(content=(TextBlock(text="a"),)),
+        SystemMessage(content="s"),
+    )
     assert summary.message_count == 3
     assert summary.created_at == T0 + timedelta(seconds=1)
     assert summary.updated_at == T0 + timedelta(seconds=5)

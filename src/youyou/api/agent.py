@@ -28,7 +28,8 @@ class Agent:
         storage = kernel.session_storage
         self._catalog = (
             SessionCatalog(storage, kernel.control, self.resume_session)
-            if storage is not None else None
+            if storage is not None
+            else None
         )
 
     @property
@@ -60,8 +61,9 @@ class Agent:
             try:
                 await self._sessions.close(runtime, SessionTerminationMode.SHUTDOWN)
             except Exception:
-                logger.warning("closing session %s during shutdown failed",
-                               runtime.session_id, exc_info=True)
+                logger.warning(
+                    "closing session %s during shutdown failed", runtime.session_id, exc_info=True
+                )
                 control.release(runtime.session_id)
         await self._kernel.plugins.shutdown()
         control.finish_shutdown()

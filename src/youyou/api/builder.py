@@ -97,8 +97,9 @@ class AgentBuilder:
         _unique("skill", [s.name for s in self._skills])
         _unique("plugin", [p.descriptor.id for p, _ in self._plugins])
         if len(self._session_storages) > 1 or len(self._memory_storages) > 1:
-            raise _build_error(ErrorCode.STORAGE_DUPLICATE,
-                               "at most one session storage and one memory storage")
+            raise _build_error(
+                ErrorCode.STORAGE_DUPLICATE, "at most one session storage and one memory storage"
+            )
         models = ModelRegistry(self._providers)
         validate_agent_config(self._config, models.has)
         tools = {t.descriptor.name: t for t in self._tools}
@@ -146,9 +147,12 @@ class AgentBuilder:
         if not _SKILL_NAME.match(skill.name) or skill.name.endswith("-"):
             raise _build_error(ErrorCode.INVALID_CONFIG, f"invalid skill name {skill.name!r}")
         if not skill.description.strip() or not skill.prompt.strip():
-            raise _build_error(ErrorCode.INVALID_CONFIG,
-                               f"skill {skill.name!r} needs a description and a prompt")
+            raise _build_error(
+                ErrorCode.INVALID_CONFIG, f"skill {skill.name!r} needs a description and a prompt"
+            )
         missing = [t for t in skill.tool_dependencies if t not in tools]
         if missing:
-            raise _build_error(ErrorCode.SKILL_DEPENDENCY_NOT_MET,
-                               f"skill {skill.name!r} needs unregistered tools {missing}")
+            raise _build_error(
+                ErrorCode.SKILL_DEPENDENCY_NOT_MET,
+                f"skill {skill.name!r} needs unregistered tools {missing}",
+            )

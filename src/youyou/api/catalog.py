@@ -35,7 +35,9 @@ class SessionCatalog:
     async def delete(self, session_id: str) -> None:
         """The active session cannot be deleted: close it first."""
         if self._control.is_claimed(session_id):
-            raise AgentError(ErrorCode.SESSION_BUSY,
-                             f"session {session_id} is active; close it before deleting",
-                             source=ErrorSource.SESSION_SERVICE)
+            raise AgentError(
+                ErrorCode.SESSION_BUSY,
+                f"session {session_id} is active; close it before deleting",
+                source=ErrorSource.SESSION_SERVICE,
+            )
         await self._storage.delete_session(session_id)

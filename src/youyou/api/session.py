@@ -11,7 +11,7 @@ from youyou.application.session_service import SessionService
 from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
 from youyou.domain.config import MemoryMode, ResolvedSessionConfig
 from youyou.domain.content import ContentBlock, TextBlock
-from youyou.domain.context import CompactionRecord
+from youyou.domain.context import CompactionRecord, VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
@@ -28,8 +28,13 @@ def to_blocks(user_input: UserInput) -> tuple[ContentBlock, ...]:
 
 
 class SessionHandle:
-    def __init__(self, runtime: SessionRuntime, engine: TurnEngine, sessions: SessionService,
-                 compactor: Compactor) -> None:
+    def __init__(
+        self,
+        runtime: SessionRuntime,
+        engine: TurnEngine,
+        sessions: SessionService,
+        compactor: Compactor,
+    ) -> None:
         self._runtime = runtime
         self._engine = engine
         self._sessions = sessions
@@ -51,6 +56,10 @@ class SessionHandle:
     def events(self) -> tuple[LedgerEvent, ...]:
         """The loaded ledger (after a resume: from the latest compaction or checkpoint on)."""
         return tuple(self._runtime.events)
+
+    def visible_messages(self) -> tuple[VisibleMessage, ...]:
+        """What the model sees of the history now; a resume rebuilds exactly this."""
+        return tuple(self._runtime.context.state.visible_messages)
 
     @property
     def memory_mode(self) -> MemoryMode:
@@ -79,7 +88,8 @@ class SessionHandle:
         self._require_idle()
         runtime = self._runtime
         await self._compactor.compact(
-            runtime, before_seq=None,
+            runtime,
+            before_seq=None,
             estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
         )
         return self.usage()
@@ -98,5 +108,8 @@ class SessionHandle:
 
     def _require_idle(self) -> None:
         if self._runtime.is_running:
-            raise AgentError(ErrorCode.TURN_BUSY, "a turn is running in this session",
-                             source=ErrorSource.TURN_ENGINE)
+            raise AgentError(
+                ErrorCode.TURN_BUSY,
+                "a turn is running in this session",
+                source=ErrorSource.TURN_ENGINE,
+            )

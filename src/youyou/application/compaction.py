@@ -78,8 +78,10 @@ def render_transcript(messages: Sequence[VisibleMessage]) -> str:
         if isinstance(m, UserMessage | AssistantMessage):
             role = "user" if isinstance(m, UserMessage) else "assistant"
             parts = [
-                "[image]" if isinstance(b, ImageBlock)
-                else b.text if isinstance(b, TextBlock)
+                "[image]"
+                if isinstance(b, ImageBlock)
+                else b.text
+                if isinstance(b, TextBlock)
                 else f"[file {b.file_name or ''}]\n{b.text}"
                 for b in m.content
             ]
@@ -156,23 +158,31 @@ class Compactor:
             boundary = truncation_boundary(messages, context.estimator.message_tokens, budget)
             if boundary is None:
                 return None
-            record = CompactionRecord(mode=CompactionMode.TRUNCATION_FALLBACK,
-                                      replaces_through_seq=boundary)
+            record = CompactionRecord(
+                mode=CompactionMode.TRUNCATION_FALLBACK, replaces_through_seq=boundary
+            )
         previous = context.state.latest_compaction
         behind = sum(
-            1 for m in messages
-            if m.source_seq is not None and m.source_seq <= record.replaces_through_seq
+            1
+            for m in messages
+            if m.source_seq is not None
+            and m.source_seq <= record.replaces_through_seq
             and is_message(m.message)
         )
-        record = record.model_copy(update={"compacted_message_count": behind + (
-            previous.compacted_message_count if previous else 0)})
-        await self._sessions.record(runtime, Metadata(
-            key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json")
-        ))
+        record = record.model_copy(
+            update={
+                "compacted_message_count": behind
+                + (previous.compacted_message_count if previous else 0)
+            }
+        )
+        await self._sessions.record(
+            runtime, Metadata(key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json"))
+        )
         context.rebuild(runtime.events, record)
         if emit is not None:
-            emit(ContextCompacted(mode=record.mode,
-                                  replaces_through_seq=record.replaces_through_seq))
+            emit(
+                ContextCompacted(mode=record.mode, replaces_through_seq=record.replaces_through_seq)
+            )
         return record
 
     async def _summarize(
@@ -183,11 +193,18 @@ class Compactor:
         request = ChatRequest(
             model_id=policy.compact_model_id,
             system_prompt=policy.compact_prompt,
-            messages=(ModelMessage(
-                role=ModelMessageRole.USER,
-                content=(TextBlock(text=summary_input(
-                    previous.summary_body if previous else None, messages)),),
-            ),),
+            messages=(
+                ModelMessage(
+                    role=ModelMessageRole.USER,
+                    content=(
+                        TextBlock(
+                            text=summary_input(
+                                previous.summary_body if previous else None, messages
+                            )
+                        ),
+                    ),
+                ),
+            ),
         )
         failure: str
         try:
@@ -196,10 +213,16 @@ class Compactor:
         except AgentError as err:
             body, failure = "", err.message
         if body:
-            return CompactionRecord(mode=CompactionMode.SUMMARY,
-                                    replaces_through_seq=messages[-1].source_seq or 0,
-                                    summary_body=body)
+            return CompactionRecord(
+                mode=CompactionMode.SUMMARY,
+                replaces_through_seq=messages[-1].source_seq or 0,
+                summary_body=body,
+            )
         if runtime.compaction.on_summary_failure is SummaryFailurePolicy.FAIL:
-            raise AgentError(ErrorCode.COMPACT_ERROR, f"summary failed: {failure}",
-                             retryable=True, source=ErrorSource.CONTEXT_MANAGER)
+            raise AgentError(
+                ErrorCode.COMPACT_ERROR,
+                f"summary failed: {failure}",
+                retryable=True,
+                source=ErrorSource.CONTEXT_MANAGER,
+            )
         return None

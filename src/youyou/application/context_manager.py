@@ -71,7 +71,8 @@ class ContextManager:
     def compactable(self, before_seq: int | None) -> list[VisibleMessage]:
         """Ledger messages that may be compacted: all, or only those before the anchor."""
         return [
-            vm for vm in self.state.visible_messages
+            vm
+            for vm in self.state.visible_messages
             if vm.source_seq is not None and (before_seq is None or vm.source_seq < before_seq)
         ]
 

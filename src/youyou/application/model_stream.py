@@ -52,10 +52,13 @@ async def stream_response(
             elif isinstance(event, ReasoningDelta):
                 channel.emit(ReasoningDeltaEvent(text=event.text))
             elif isinstance(event, ToolCallRequested):
-                response.tool_calls.append(RequestedToolCall(
-                    call_id=event.call_id, tool_name=event.tool_name,
-                    requested_arguments=event.arguments,
-                ))
+                response.tool_calls.append(
+                    RequestedToolCall(
+                        call_id=event.call_id,
+                        tool_name=event.tool_name,
+                        requested_arguments=event.arguments,
+                    )
+                )
             elif isinstance(event, Done):
                 response.finish_reason = event.finish_reason
                 response.usage = event.usage
@@ -74,8 +77,12 @@ async def stream_response(
     except AgentError:
         raise
     except Exception as exc:
-        raise AgentError(ErrorCode.PROVIDER_ERROR, f"provider failed: {exc}", retryable=True,
-                         source=ErrorSource.PROVIDER) from exc
+        raise AgentError(
+            ErrorCode.PROVIDER_ERROR,
+            f"provider failed: {exc}",
+            retryable=True,
+            source=ErrorSource.PROVIDER,
+        ) from exc
     finally:
         unsubscribe()
     if response.finish_reason is FinishReason.CANCELLED or channel.cancel_token.is_cancelled:

@@ -197,8 +197,9 @@ class PluginManager:
     def has_before_tool_use(self) -> bool:
         return bool(self._hooks.before_tool_use)
 
-    async def turn_start(self, build: Callable[[Any, tuple[str, ...]], TurnStartPayload]
-                         ) -> TurnStartOutcome:
+    async def turn_start(
+        self, build: Callable[[Any, tuple[str, ...]], TurnStartPayload]
+    ) -> TurnStartOutcome:
         sections: tuple[str, ...] = ()
         for plugin_id, config, handler in self._hooks.turn_start:
             try:

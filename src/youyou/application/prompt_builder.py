@@ -83,7 +83,8 @@ class PromptBuilder:
         )
         self._personality = (
             wrap_tag(TAG_PERSONALITY, personality.strip())
-            if personality and personality.strip() else None
+            if personality and personality.strip()
+            else None
         )
         self._skill_list = render_skill_list(skills)
         self._plugin_list = render_plugin_list(plugins)

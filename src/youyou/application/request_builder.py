@@ -77,11 +77,14 @@ def _convert_into(result: list[ModelMessage], visible: VisibleMessage) -> bool:
     """Append one visible message; returns True if it carries an image."""
     payload = visible.message
     if isinstance(payload, ToolCall):
-        _append_tool_call(result, ModelToolCall.model_construct(
-            call_id=payload.call.call_id,
-            tool_name=payload.call.tool_name,
-            arguments=payload.call.effective_arguments,
-        ))
+        _append_tool_call(
+            result,
+            ModelToolCall.model_construct(
+                call_id=payload.call.call_id,
+                tool_name=payload.call.tool_name,
+                arguments=payload.call.effective_arguments,
+            ),
+        )
         return False
     message = _convert_one(payload)
     result.append(message)
@@ -94,12 +97,16 @@ def _append_tool_call(result: list[ModelMessage], call: ModelToolCall) -> None:
     if last is not None and last.role is ModelMessageRole.ASSISTANT:
         result[-1] = last.model_copy(update={"tool_calls": (*last.tool_calls, call)})
     else:
-        result.append(ModelMessage.model_construct(
-            role=ModelMessageRole.ASSISTANT, content=(), tool_call_id=None, tool_calls=(call,)
-        ))
+        result.append(
+            ModelMessage.model_construct(
+                role=ModelMessageRole.ASSISTANT, content=(), tool_call_id=None, tool_calls=(call,)
+            )
+        )
 
 
-def _convert_one(payload: UserMessage | AssistantMessage | ToolResult | SystemMessage) -> ModelMessage:
+def _convert_one(
+    payload: UserMessage | AssistantMessage | ToolResult | SystemMessage,
+) -> ModelMessage:
     if isinstance(payload, UserMessage):
         role, content, call_id = ModelMessageRole.USER, tuple(payload.content), None
     elif isinstance(payload, AssistantMessage):

@@ -36,7 +36,9 @@ logger = logging.getLogger(__name__)
 
 def _storage_error(exc: Exception) -> AgentError:
     return AgentError(
-        ErrorCode.STORAGE_ERROR, f"storage failed: {exc}", retryable=True,
+        ErrorCode.STORAGE_ERROR,
+        f"storage failed: {exc}",
+        retryable=True,
         source=ErrorSource.SESSION_SERVICE,
     )
 
@@ -92,10 +94,12 @@ class SessionService:
         try:
             pinned = resolve_session_pinned_config(kernel.config, session_config, kernel.models.has)
             policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
-            runtime = self._runtime(session_id, ResolvedSessionConfig(pinned=pinned,
-                                                                      runtime_policy=policy))
-            await self.record(runtime, Metadata(key=META_SESSION_PROFILE,
-                                                value=pinned.model_dump(mode="json")))
+            runtime = self._runtime(
+                session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
+            )
+            await self.record(
+                runtime, Metadata(key=META_SESSION_PROFILE, value=pinned.model_dump(mode="json"))
+            )
             try:
                 abort = await kernel.plugins.session_start(session_id, pinned.model_id)
             except AgentError:
@@ -154,20 +158,28 @@ class SessionService:
             assert isinstance(profile, Metadata)
             pinned = SessionPinnedConfig.model_validate(profile.value)
             policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
-            runtime = self._runtime(session_id, ResolvedSessionConfig(pinned=pinned,
-                                                                      runtime_policy=policy))
+            runtime = self._runtime(
+                session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
+            )
             compaction = _metadata_value(head.latest_compaction)
             record = CompactionRecord.model_validate(compaction) if compaction else None
             checkpoint = _metadata_value(head.latest_memory_checkpoint) or {}
             runtime.last_memory_checkpoint_seq = int(checkpoint.get("last_seq", 0))
             boundary = record.replaces_through_seq if record else 0
-            after = min(boundary, runtime.last_memory_checkpoint_seq)
+            # Extraction needs the events since the checkpoint; without memory they are dead
+            # weight, and resume must not grow with the history behind the compaction.
+            after = (
+                min(boundary, runtime.last_memory_checkpoint_seq)
+                if kernel.memory.enabled
+                else boundary
+            )
             runtime.events = list(await storage.load_events(session_id, after))
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
             runtime.context.rebuild(runtime.events, record)
             runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
-                1 for e in runtime.events
+                1
+                for e in runtime.events
                 if e.seq > runtime.last_memory_checkpoint_seq and isinstance(e.payload, UserMessage)
             )
             await self._load_bootstrap(runtime)
@@ -226,9 +238,10 @@ class SessionService:
             return
         current = runtime.last_seq
         window = [
-            e for e in runtime.events
-            if runtime.last_memory_checkpoint_seq < e.seq <= current and not isinstance(
-                e.payload, Metadata)
+            e
+            for e in runtime.events
+            if runtime.last_memory_checkpoint_seq < e.seq <= current
+            and not isinstance(e.payload, Metadata)
         ]
         if not window:
             return
@@ -239,9 +252,13 @@ class SessionService:
             namespace=runtime.resolved.pinned.memory_namespace,
             model_id=policy.memory_model_id,
         )
-        await self.record(runtime, Metadata(
-            key=META_MEMORY_CHECKPOINT, value={"last_seq": current, "turn_index": runtime.turn_index}
-        ))
+        await self.record(
+            runtime,
+            Metadata(
+                key=META_MEMORY_CHECKPOINT,
+                value={"last_seq": current, "turn_index": runtime.turn_index},
+            ),
+        )
         runtime.last_memory_checkpoint_seq = current
 
 

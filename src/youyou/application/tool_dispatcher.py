@@ -73,8 +73,9 @@ class _Call:
 
 
 def _error_output(code: ErrorCode, message: str) -> ToolOutput:
-    return ToolOutput(content=f"{code.value}: {message}", is_error=True,
-                      metadata={"error_code": code.value})
+    return ToolOutput(
+        content=f"{code.value}: {message}", is_error=True, metadata={"error_code": code.value}
+    )
 
 
 class ToolDispatcher:
@@ -94,8 +95,13 @@ class ToolDispatcher:
         if self._plugins.has_before_tool_use:
             outcome = await self._plugins.before_tool_use(
                 lambda cfg, current: BeforeToolUsePayload(
-                    ctx.session_id, ctx.turn_id, requested.call_id, requested.tool_name,
-                    requested.requested_arguments, current, cfg,
+                    ctx.session_id,
+                    ctx.turn_id,
+                    requested.call_id,
+                    requested.tool_name,
+                    requested.requested_arguments,
+                    current,
+                    cfg,
                 ),
                 dict(arguments),
             )
@@ -107,8 +113,9 @@ class ToolDispatcher:
                     metadata={"synthetic": True, "reason": "before_tool_use_abort"},
                 )
         if handler is None and preset is None:
-            preset = _error_output(ErrorCode.TOOL_NOT_FOUND,
-                                   f"tool {requested.tool_name!r} is not registered")
+            preset = _error_output(
+                ErrorCode.TOOL_NOT_FOUND, f"tool {requested.tool_name!r} is not registered"
+            )
         resolved = ResolvedToolCall(
             call_id=requested.call_id,
             tool_name=requested.tool_name,
@@ -120,12 +127,19 @@ class ToolDispatcher:
 
     async def _start(self, ctx: BatchContext, call: _Call) -> None:
         r = call.resolved
-        ctx.emit(ToolCallStart(call_id=r.call_id, tool_name=r.tool_name,
-                               arguments=r.effective_arguments))
-        await ctx.record(ToolCall(call=ToolCallRecord(
-            call_id=r.call_id, tool_name=r.tool_name,
-            requested_arguments=r.requested_arguments, effective_arguments=r.effective_arguments,
-        )))
+        ctx.emit(
+            ToolCallStart(call_id=r.call_id, tool_name=r.tool_name, arguments=r.effective_arguments)
+        )
+        await ctx.record(
+            ToolCall(
+                call=ToolCallRecord(
+                    call_id=r.call_id,
+                    tool_name=r.tool_name,
+                    requested_arguments=r.requested_arguments,
+                    effective_arguments=r.effective_arguments,
+                )
+            )
+        )
 
     async def _execute(self, ctx: BatchContext, call: _Call) -> None:
         if call.preset is not None:
@@ -137,15 +151,20 @@ class ToolDispatcher:
         r = call.resolved
         handler = ctx.tools[r.tool_name]
         started = time.perf_counter()
-        tool_input = ToolInput(session_id=ctx.session_id, turn_id=ctx.turn_id,
-                               call_id=r.call_id, arguments=r.effective_arguments)
+        tool_input = ToolInput(
+            session_id=ctx.session_id,
+            turn_id=ctx.turn_id,
+            call_id=r.call_id,
+            arguments=r.effective_arguments,
+        )
         try:
             # Running tools are never killed by a cancel: they get the token and finish.
             async with asyncio.timeout(ctx.timeout_s):
                 output = await handler.call(tool_input, ctx.cancel)
         except TimeoutError:
-            output = _error_output(ErrorCode.TOOL_TIMEOUT,
-                                   f"tool {r.tool_name!r} exceeded {ctx.timeout_s:g} s")
+            output = _error_output(
+                ErrorCode.TOOL_TIMEOUT, f"tool {r.tool_name!r} exceeded {ctx.timeout_s:g} s"
+            )
         except AgentError as err:
             output = _error_output(err.code, err.message)
         except Exception as exc:
@@ -153,8 +172,9 @@ class ToolDispatcher:
         call.duration_ms = int((time.perf_counter() - started) * 1000)
         call.output = truncate_tool_output(output)
 
-    async def _commit(self, ctx: BatchContext, call: _Call, *, hook: bool = True
-                      ) -> Abort | AgentError | None:
+    async def _commit(
+        self, ctx: BatchContext, call: _Call, *, hook: bool = True
+    ) -> Abort | AgentError | None:
         """AfterToolUse → ledger → ToolCallEnd; returns the hook's Abort or its failure.
 
         A failing hook still lets the result be committed: no call may stay unanswered.
@@ -167,21 +187,42 @@ class ToolDispatcher:
             try:
                 verdict = await self._plugins.after_tool_use(
                     lambda cfg: AfterToolUsePayload(
-                        ctx.session_id, ctx.turn_id, r.call_id, r.tool_name,
-                        r.effective_arguments, output, call.duration_ms, not output.is_error, cfg,
+                        ctx.session_id,
+                        ctx.turn_id,
+                        r.call_id,
+                        r.tool_name,
+                        r.effective_arguments,
+                        output,
+                        call.duration_ms,
+                        not output.is_error,
+                        cfg,
                     )
                 )
             except AgentError as err:
                 verdict = err
-        await ctx.record(ToolResult(result=ToolResultRecord(
-            call_id=r.call_id, tool_name=r.tool_name, output=output
-        )))
-        ctx.emit(ToolCallEnd(call_id=r.call_id, tool_name=r.tool_name,
-                             output=_event_view(output), duration_ms=call.duration_ms))
+        await ctx.record(
+            ToolResult(
+                result=ToolResultRecord(call_id=r.call_id, tool_name=r.tool_name, output=output)
+            )
+        )
+        ctx.emit(
+            ToolCallEnd(
+                call_id=r.call_id,
+                tool_name=r.tool_name,
+                output=_event_view(output),
+                duration_ms=call.duration_ms,
+            )
+        )
         code = (output.metadata or {}).get("error_code")
         if output.is_error and isinstance(code, str):
-            ctx.emit(ErrorEvent(code=code, message=output.content, fatal=False,
-                                retryable=code == ErrorCode.TOOL_TIMEOUT.value))
+            ctx.emit(
+                ErrorEvent(
+                    code=code,
+                    message=output.content,
+                    fatal=False,
+                    retryable=code == ErrorCode.TOOL_TIMEOUT.value,
+                )
+            )
         return verdict
 
     async def _run_concurrent(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:

@@ -73,8 +73,13 @@ class _Turn:
     final_output: tuple[ContentBlock, ...] = ()
 
 
-def _error(code: ErrorCode, message: str, *, retryable: bool = False,
-           source: ErrorSource = ErrorSource.TURN_ENGINE) -> AgentError:
+def _error(
+    code: ErrorCode,
+    message: str,
+    *,
+    retryable: bool = False,
+    source: ErrorSource = ErrorSource.TURN_ENGINE,
+) -> AgentError:
     return AgentError(code, message, retryable=retryable, source=source)
 
 
@@ -112,8 +117,9 @@ class TurnEngine:
         try:
             outcome = await self._execute(turn)
         except AgentError as err:
-            channel.emit(ErrorEvent(code=err.code.value, message=err.message,
-                                    retryable=err.retryable))
+            channel.emit(
+                ErrorEvent(code=err.code.value, message=err.message, retryable=err.retryable)
+            )
             outcome = TurnOutcome.failed(err)
         except Exception as exc:
             logger.exception("turn %s panicked", channel.turn_id)
@@ -133,13 +139,20 @@ class TurnEngine:
         runtime, channel = turn.runtime, turn.channel
         start = await self._kernel.plugins.turn_start(
             lambda cfg, sections: TurnStartPayload(
-                runtime.session_id, channel.turn_id, turn.blocks,
-                tuple(i.skill_name for i in turn.injections), sections, cfg,
+                runtime.session_id,
+                channel.turn_id,
+                turn.blocks,
+                tuple(i.skill_name for i in turn.injections),
+                sections,
+                cfg,
             )
         )
         if start.abort is not None:
-            raise _error(ErrorCode.PLUGIN_ABORTED, f"turn aborted by a plugin: {start.abort.reason}",
-                         source=ErrorSource.PLUGIN_MANAGER)
+            raise _error(
+                ErrorCode.PLUGIN_ABORTED,
+                f"turn aborted by a plugin: {start.abort.reason}",
+                source=ErrorSource.PLUGIN_MANAGER,
+            )
         prompt = await self._render_prompt(turn, start.dynamic_sections)
         estimate = await self._admit(turn, prompt)
         if channel.cancel_token.is_cancelled:
@@ -148,10 +161,13 @@ class TurnEngine:
         user = await self._sessions.record(runtime, UserMessage(content=turn.blocks))
         runtime.turn_index += 1
         if turn.injections:
-            await self._sessions.record(runtime, Metadata(
-                key=META_SKILL_INVOCATIONS,
-                value=[{"skill_name": i.skill_name} for i in turn.injections],
-            ))
+            await self._sessions.record(
+                runtime,
+                Metadata(
+                    key=META_SKILL_INVOCATIONS,
+                    value=[{"skill_name": i.skill_name} for i in turn.injections],
+                ),
+            )
         channel.emit(TurnStarted(user_message_seq=user.seq))
         augmentation = TurnAugmentation(user.seq, turn.injections)
         cancelled = await self._loop(turn, prompt, augmentation, estimate)
@@ -163,16 +179,21 @@ class TurnEngine:
         memory = self._kernel.memory
         if memory.enabled:
             memories = await memory.prepare_turn_memories(
-                turn.blocks, runtime.memory_state, runtime.resolved.pinned.memory_namespace,
+                turn.blocks,
+                runtime.memory_state,
+                runtime.resolved.pinned.memory_namespace,
                 runtime.resolved.runtime_policy.memory_max_items,
             )
             memory_section = render_memory_section(memories)
-        return self._kernel.prompt_builder.render(runtime.resolved, PromptInputs(
-            memory_section=memory_section,
-            user_prompt=turn.options.user_prompt,
-            skill_catalog=turn.options.skill_catalog,
-            dynamic_sections=sections,
-        ))
+        return self._kernel.prompt_builder.render(
+            runtime.resolved,
+            PromptInputs(
+                memory_section=memory_section,
+                user_prompt=turn.options.user_prompt,
+                skill_catalog=turn.options.skill_catalog,
+                dynamic_sections=sections,
+            ),
+        )
 
     async def _admit(self, turn: _Turn, prompt: RenderedPrompt) -> RequestEstimate:
         """At most one automatic compaction, then the hard limit — before the user message."""
@@ -186,10 +207,15 @@ class TurnEngine:
             candidate=estimator.message_tokens(candidate),
         )
         if should_compact(runtime, estimate):
-            await self._compactor.compact(runtime, before_seq=None, estimate=estimate,
-                                          emit=turn.channel.emit)
-            estimate = RequestEstimate(runtime.context.history_tokens, estimate.prompt,
-                                       estimate.augmentation, estimate.candidate)
+            await self._compactor.compact(
+                runtime, before_seq=None, estimate=estimate, emit=turn.channel.emit
+            )
+            estimate = RequestEstimate(
+                runtime.context.history_tokens,
+                estimate.prompt,
+                estimate.augmentation,
+                estimate.candidate,
+            )
         limit = runtime.model.context_window * runtime.compaction.hard_limit
         if estimate.total >= limit:
             raise _error(
@@ -198,11 +224,17 @@ class TurnEngine:
                 f"(limit {runtime.compaction.hard_limit:.0%}); compact or shorten the message",
                 source=ErrorSource.CONTEXT_MANAGER,
             )
-        return RequestEstimate(estimate.history + estimate.candidate, estimate.prompt,
-                               estimate.augmentation)
+        return RequestEstimate(
+            estimate.history + estimate.candidate, estimate.prompt, estimate.augmentation
+        )
 
-    async def _loop(self, turn: _Turn, prompt: RenderedPrompt, augmentation: TurnAugmentation,
-                    estimate: RequestEstimate) -> bool:
+    async def _loop(
+        self,
+        turn: _Turn,
+        prompt: RenderedPrompt,
+        augmentation: TurnAugmentation,
+        estimate: RequestEstimate,
+    ) -> bool:
         """Request → stream → tools until a final answer; returns True if cancelled."""
         runtime, channel = turn.runtime, turn.channel
         policy = runtime.resolved.runtime_policy
@@ -226,16 +258,22 @@ class TurnEngine:
             if response.error is not None:
                 error = response.error
                 if error.kind is not ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED:
-                    code = (ErrorCode.MODEL_NOT_SUPPORTED
-                            if error.kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY
-                            else ErrorCode.PROVIDER_ERROR)
-                    raise _error(code, error.message, retryable=error.retryable,
-                                 source=ErrorSource.PROVIDER)
-                if retried_context or not await self._compact_in_turn(turn, augmentation, estimate,
-                                                                       force=True):
-                    raise _error(ErrorCode.COMPACT_ERROR,
-                                 "the context is still too long for the model after compaction",
-                                 source=ErrorSource.CONTEXT_MANAGER)
+                    code = (
+                        ErrorCode.MODEL_NOT_SUPPORTED
+                        if error.kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY
+                        else ErrorCode.PROVIDER_ERROR
+                    )
+                    raise _error(
+                        code, error.message, retryable=error.retryable, source=ErrorSource.PROVIDER
+                    )
+                if retried_context or not await self._compact_in_turn(
+                    turn, augmentation, estimate, force=True
+                ):
+                    raise _error(
+                        ErrorCode.COMPACT_ERROR,
+                        "the context is still too long for the model after compaction",
+                        source=ErrorSource.CONTEXT_MANAGER,
+                    )
                 retried_context = True
                 continue
             if not response.tool_calls:
@@ -243,15 +281,18 @@ class TurnEngine:
                 await self._sessions.record(runtime, AssistantMessage(content=turn.final_output))
                 return False
             if response.finish_reason is not FinishReason.TOOL_CALLS:
-                raise _error(ErrorCode.PROVIDER_ERROR,
-                             "the provider sent tool calls without finish_reason=tool_calls",
-                             source=ErrorSource.PROVIDER)
+                raise _error(
+                    ErrorCode.PROVIDER_ERROR,
+                    "the provider sent tool calls without finish_reason=tool_calls",
+                    source=ErrorSource.PROVIDER,
+                )
             if not allow_tools:
                 code = tools_disabled_by or ErrorCode.MAX_TOOL_CALLS_EXCEEDED
                 raise _error(code, "the model kept calling tools after tools were disabled")
             if response.full_text:
-                await self._sessions.record(runtime, AssistantMessage(
-                    content=_text_blocks(response.full_text)))
+                await self._sessions.record(
+                    runtime, AssistantMessage(content=_text_blocks(response.full_text))
+                )
             if turn.tool_calls + len(response.tool_calls) > policy.max_tool_calls_per_turn:
                 await self._sessions.record(runtime, SystemMessage(content=TURN_ABORTED_MESSAGE))
                 allow_tools, tools_disabled_by = False, ErrorCode.MAX_TOOL_CALLS_EXCEEDED
@@ -275,43 +316,59 @@ class TurnEngine:
                 allow_tools, tools_disabled_by = False, ErrorCode.PLUGIN_ABORTED
             await self._compact_in_turn(turn, augmentation, estimate, force=False)
 
-    async def _compact_in_turn(self, turn: _Turn, augmentation: TurnAugmentation,
-                               estimate: RequestEstimate, *, force: bool) -> bool:
+    async def _compact_in_turn(
+        self, turn: _Turn, augmentation: TurnAugmentation, estimate: RequestEstimate, *, force: bool
+    ) -> bool:
         """Compact only before the anchor; if the pinned turn alone overflows → COMPACT_ERROR."""
         runtime = turn.runtime
-        current = RequestEstimate(runtime.context.history_tokens, estimate.prompt,
-                                  estimate.augmentation)
+        current = RequestEstimate(
+            runtime.context.history_tokens, estimate.prompt, estimate.augmentation
+        )
         window = runtime.model.context_window
         threshold = window * runtime.resolved.runtime_policy.compact_threshold
         if not force and (current.total < threshold or runtime.compaction.mode.value == "manual"):
             return False
         record = await self._compactor.compact(
-            runtime, before_seq=augmentation.origin_user_seq, estimate=current,
+            runtime,
+            before_seq=augmentation.origin_user_seq,
+            estimate=current,
             emit=turn.channel.emit,
         )
         after = runtime.context.history_tokens + estimate.prompt + estimate.augmentation
         if after >= window:
-            raise _error(ErrorCode.COMPACT_ERROR,
-                         f"the current turn alone needs {after} of {window} tokens",
-                         source=ErrorSource.CONTEXT_MANAGER)
+            raise _error(
+                ErrorCode.COMPACT_ERROR,
+                f"the current turn alone needs {after} of {window} tokens",
+                source=ErrorSource.CONTEXT_MANAGER,
+            )
         return record is not None
 
     async def _save_partial(self, turn: _Turn, response: ModelResponse) -> None:
         if response.full_text:
             turn.final_output = _text_blocks(response.full_text)
-            await self._sessions.record(turn.runtime, AssistantMessage(
-                content=turn.final_output, status=MessageStatus.INCOMPLETE))
+            await self._sessions.record(
+                turn.runtime,
+                AssistantMessage(content=turn.final_output, status=MessageStatus.INCOMPLETE),
+            )
 
-    async def _finish(self, turn: _Turn, prompt: RenderedPrompt, *, cancelled: bool
-                      ) -> TurnOutcome:
+    async def _finish(self, turn: _Turn, prompt: RenderedPrompt, *, cancelled: bool) -> TurnOutcome:
         runtime, channel = turn.runtime, turn.channel
         abort = await self._kernel.plugins.turn_end(
-            lambda cfg: TurnEndPayload(runtime.session_id, channel.turn_id, turn.final_output,
-                                       turn.tool_calls, cancelled, cfg)
+            lambda cfg: TurnEndPayload(
+                runtime.session_id,
+                channel.turn_id,
+                turn.final_output,
+                turn.tool_calls,
+                cancelled,
+                cfg,
+            )
         )
         if abort is not None:
-            raise _error(ErrorCode.PLUGIN_ABORTED, f"turn end aborted by a plugin: {abort.reason}",
-                         source=ErrorSource.PLUGIN_MANAGER)
+            raise _error(
+                ErrorCode.PLUGIN_ABORTED,
+                f"turn end aborted by a plugin: {abort.reason}",
+                source=ErrorSource.PLUGIN_MANAGER,
+            )
         if cancelled:
             channel.emit(TurnCancelled())
             return TurnOutcome.cancelled()
@@ -343,6 +400,8 @@ def _text_blocks(text: str) -> tuple[ContentBlock, ...]:
 def context_usage(runtime: SessionRuntime, prompt: RenderedPrompt | None) -> ContextUsage:
     estimator = runtime.context.estimator
     prompt_tokens = estimator.text_tokens(prompt.system_prompt) if prompt else 0
-    return ContextUsage.of(prompt_tokens + runtime.context.history_tokens,
-                           runtime.model.context_window,
-                           runtime.context.can_compact)
+    return ContextUsage.of(
+        prompt_tokens + runtime.context.history_tokens,
+        runtime.model.context_window,
+        runtime.context.can_compact,
+    )

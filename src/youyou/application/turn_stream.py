@@ -25,13 +25,15 @@ class TurnChannel:
 
     def emit(self, payload: AgentEventPayload) -> None:
         self._sequence += 1
-        self._queue.put_nowait(AgentEvent.model_construct(
-            session_id=self.session_id,
-            turn_id=self.turn_id,
-            timestamp=self._clock(),
-            sequence=self._sequence,
-            payload=payload,
-        ))
+        self._queue.put_nowait(
+            AgentEvent.model_construct(
+                session_id=self.session_id,
+                turn_id=self.turn_id,
+                timestamp=self._clock(),
+                sequence=self._sequence,
+                payload=payload,
+            )
+        )
 
     def finish(self, outcome: TurnOutcome) -> None:
         if not self._outcome.done():

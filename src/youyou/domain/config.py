@@ -127,12 +127,16 @@ def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool])
     policy = config.compaction
     if policy.every_n_turns <= 0:
         raise _config_error(f"compaction.every_n_turns must be > 0, got {policy.every_n_turns}")
-    for name, ratio in (("context_percent", policy.context_percent),
-                        ("hard_limit", policy.hard_limit)):
+    for name, ratio in (
+        ("context_percent", policy.context_percent),
+        ("hard_limit", policy.hard_limit),
+    ):
         if not 0.0 < ratio <= 1.0:
             raise _config_error(f"compaction.{name} must be in (0, 1], got {ratio}")
-    for name, model in (("compact_model", config.compact_model),
-                        ("memory_model", config.memory_model)):
+    for name, model in (
+        ("compact_model", config.compact_model),
+        ("memory_model", config.memory_model),
+    ):
         if model is not None and not has_model(model):
             raise _config_error(f"{name} {model!r} is not offered by any provider")
 

@@ -63,7 +63,9 @@ def project_event(event: LedgerEvent) -> list[VisibleMessage]:
     if isinstance(payload, AssistantMessage):
         projected = [VisibleMessage(event.seq, payload)]
         if payload.status is MessageStatus.INCOMPLETE:
-            projected.append(VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)))
+            projected.append(
+                VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER))
+            )
         return projected
     if isinstance(payload, UserMessage | ToolCall | ToolResult | SystemMessage):
         return [VisibleMessage(event.seq, payload)]

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,9 @@ class ScriptedResponse:
     def error(
         cls, kind: ProviderErrorKind, message: str = "scripted failure", *, retryable: bool = False
     ) -> ScriptedResponse:
-        return cls((ChatError(error=ProviderError(kind=kind, message=message, retryable=retryable)),))
+        return cls(
+            (ChatError(error=ProviderError(kind=kind, message=message, retryable=retryable)),)
+        )
 
 
 ResponseSource = ScriptedResponse | Callable[[ChatRequest], ScriptedResponse]
@@ -167,9 +169,12 @@ class ScriptedProvider:
         elif self._fallback is not None:
             source = self._fallback
         else:
-            yield ChatError(error=ProviderError(
-                kind=ProviderErrorKind.PROVIDER, message="scripted provider has no response left"
-            ))
+            yield ChatError(
+                error=ProviderError(
+                    kind=ProviderErrorKind.PROVIDER,
+                    message="scripted provider has no response left",
+                )
+            )
             return
         response = source if isinstance(source, ScriptedResponse) else source(request)
         for event in response.events:
