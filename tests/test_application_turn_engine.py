@@ -296,11 +296,19 @@ async def test_a_raising_provider_is_a_provider_error() -> None:
 
 async def test_unexpected_failure_inside_the_turn_is_a_panic() -> None:
     class Broken:
-        def count_text(self, text: str) -> int:
-            raise RuntimeError("tokenizer exploded")
+        """Survives the warm-up at build, then fails inside the turn."""
 
+        calls = 0
+
+        def count_text(self, text: str) -> int:
+            self.calls += 1
+            if self.calls > 1:
+                raise RuntimeError("tokenizer exploded")
+            return 0
+
+    broken = Broken()
     agent, _ = await build_agent(
-        [text("x")], configure=lambda b: b.with_token_counter(lambda _: Broken())
+        [text("x")], configure=lambda b: b.with_token_counter(lambda _: broken)
     )
     session = await agent.new_session()
     turn = await session.send_message("q")
