@@ -303,6 +303,8 @@ class SessionStorageContract:
         assert await find(SearchMode.TITLE_CONTAINS, "\\") == []
         assert await find(SearchMode.ID_PREFIX_OR_TITLE, "abc") == ["x-5", "abc-1"]
         assert await find(SearchMode.ID_PREFIX_OR_TITLE, "abc", limit=1) == ["x-5"]
+        # x-4 matches by id and by title ("snakeXcase"): listed once
+        assert await find(SearchMode.ID_PREFIX_OR_TITLE, "x") == ["x%6", "x-5", "x-4"]
 
     async def test_find_returns_the_stored_summaries(self, storage: SessionStorage) -> None:
         summary = await make_session(storage, "s-1", "Latency regression", T0)

@@ -74,3 +74,4 @@ def test_matching_modes() -> None:
     assert hit(SearchMode.ID_PREFIX, "abc") and not hit(SearchMode.ID_PREFIX, "ABC")
     assert hit(SearchMode.TITLE_CONTAINS, "cpu 100%") and not hit(SearchMode.TITLE_CONTAINS, "abc")
     assert hit(SearchMode.ID_PREFIX_OR_TITLE, "db_") and hit(SearchMode.ID_PREFIX_OR_TITLE, "ab")
+    assert not hit(SearchMode.ID_PREFIX_OR_TITLE, "zz")

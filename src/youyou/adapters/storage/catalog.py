@@ -76,10 +76,19 @@ def prefix_upper_bound(prefix: str) -> str | None:
     return None
 
 
+def fold(title: str) -> str:
+    """Case-insensitive search form of a title (or of the searched text).
+
+    Folded in Python, not by the database, so every backend matches the same way (SQLite's own
+    ``lower`` only knows ASCII) and a plain LIKE / trigram index can serve the search.
+    """
+    return title.lower()
+
+
 def matches(summary: SessionSummary, query: SessionSearchQuery) -> bool:
     """The in-memory twin of the SQL search predicates."""
     by_id = summary.session_id.startswith(query.text)
-    by_title = query.text.lower() in summary.title.lower()
+    by_title = fold(query.text) in fold(summary.title)
     if query.mode is SearchMode.ID_PREFIX:
         return by_id
     if query.mode is SearchMode.TITLE_CONTAINS:

@@ -71,17 +71,11 @@ def create_engine(url: str) -> AsyncEngine:
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin (DDL included).
     dbapi_connection.isolation_level = None
-    # Unicode-aware lower(): title search is case-insensitive beyond ASCII, as on PostgreSQL.
-    dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
-
-
-def _lower(value: str | None) -> str | None:
-    return None if value is None else value.lower()
 
 
 def _sqlite_begin(connection: Connection) -> None:

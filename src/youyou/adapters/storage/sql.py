@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, delete, or_, select, tuple_
+from sqlalchemy import Row, Select, and_, delete, select, tuple_, union
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from youyou.adapters.storage.catalog import (
     check_limit,
     decode_cursor,
+    fold,
     page_of,
     prefix_upper_bound,
 )
@@ -76,6 +77,11 @@ class SqlSessionStorage:
             raise
         return cls(engine)
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The engine, for callers that keep their own tables in the same database."""
+        return self._engine
+
     async def close(self) -> None:
         await self._engine.dispose()
 
@@ -118,6 +124,7 @@ class SqlSessionStorage:
     def _upsert_session(self, session_id: str, event: LedgerEvent, summary: SessionSummary) -> Any:
         values: dict[str, Any] = {
             "title": summary.title,
+            "title_folded": fold(summary.title),
             "created_at": summary.created_at,
             "updated_at": summary.updated_at,
             "message_count": summary.message_count,
@@ -192,14 +199,8 @@ class SqlSessionStorage:
         self, query: SessionSearchQuery, limit: int
     ) -> Sequence[SessionSummary]:
         check_limit(limit)
-        stmt = (
-            select(*_SUMMARY_COLUMNS)
-            .where(_search_predicate(query))
-            .order_by(*_NEWEST_FIRST)
-            .limit(limit)
-        )
         async with self._transaction("searching sessions") as conn:
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(_search(query, limit))).all()
         return [_summary(row) for row in rows]
 
     async def delete_session(self, session_id: str) -> None:
@@ -215,15 +216,25 @@ class SqlSessionStorage:
             raise session_not_found(session_id)
 
 
-def _search_predicate(query: SessionSearchQuery) -> ColumnElement[bool]:
-    by_title = sessions.c.title.icontains(query.text, autoescape=True)
-    if query.mode is SearchMode.TITLE_CONTAINS:
-        return by_title
-    bound = prefix_upper_bound(query.text)
-    by_id = sessions.c.id >= query.text
-    if bound is not None:
-        by_id = and_(by_id, sessions.c.id < bound)
-    return by_id if query.mode is SearchMode.ID_PREFIX else or_(by_id, by_title)
+def _search(query: SessionSearchQuery, limit: int) -> Select[Any]:
+    """Each predicate gets its own index-friendly query; "either" is their UNION.
+
+    (An OR makes PostgreSQL walk the updated_at index and filter every row.)
+    """
+    predicates = []
+    if query.mode is not SearchMode.TITLE_CONTAINS:
+        bound = prefix_upper_bound(query.text)
+        by_id = sessions.c.id >= query.text
+        predicates.append(by_id if bound is None else and_(by_id, sessions.c.id < bound))
+    if query.mode is not SearchMode.ID_PREFIX:
+        predicates.append(sessions.c.title_folded.contains(fold(query.text), autoescape=True))
+    branches = [
+        select(*_SUMMARY_COLUMNS).where(p).order_by(*_NEWEST_FIRST).limit(limit) for p in predicates
+    ]
+    if len(branches) == 1:
+        return branches[0]
+    either = union(*(select(b.subquery()) for b in branches)).subquery()
+    return select(either).order_by(either.c.updated_at.desc(), either.c.id.desc()).limit(limit)
 
 
 def _summary(row: Row[*tuple[Any, ...]]) -> SessionSummary:

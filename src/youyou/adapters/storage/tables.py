@@ -56,6 +56,7 @@ sessions = Table(
     metadata,
     Column("id", session_id_type(), nullable=False),
     Column("title", Text, nullable=False),
+    Column("title_folded", Text, nullable=False),  # catalog.fold(title), what search matches
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
     Column("message_count", BigInteger, nullable=False),

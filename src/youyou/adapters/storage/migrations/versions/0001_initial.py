@@ -23,6 +23,7 @@ def upgrade() -> None:
         "sessions",
         sa.Column("id", session_id_type(), nullable=False),
         sa.Column("title", sa.Text(), nullable=False),
+        sa.Column("title_folded", sa.Text(), nullable=False),
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("updated_at", UtcDateTime(), nullable=False),
         sa.Column("message_count", sa.BigInteger(), nullable=False),
@@ -52,7 +53,7 @@ def upgrade() -> None:
 
 
 def _create_title_trigram_index() -> None:
-    """Title ILIKE '%…%' through a trigram GIN index, if pg_trgm may be installed here.
+    """Title search (LIKE '%…%') through a trigram GIN index, if pg_trgm may be installed here.
 
     Without the extension (not shipped, or no privilege) search still works by a table scan.
     """
@@ -67,9 +68,9 @@ def _create_title_trigram_index() -> None:
     op.create_index(
         TITLE_TRGM_INDEX,
         "sessions",
-        ["title"],
+        ["title_folded"],
         postgresql_using="gin",
-        postgresql_ops={"title": "gin_trgm_ops"},
+        postgresql_ops={"title_folded": "gin_trgm_ops"},
     )
 
 
