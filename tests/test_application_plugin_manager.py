@@ -203,6 +203,24 @@ async def test_a_raising_hook_is_a_plugin_aborted_error_naming_the_plugin(kind: 
     assert len(calm.payloads) == 1 and after.payloads == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "reply"),
+    [
+        (HookKind.SESSION_END, lambda _: None),  # a handler that forgot to return
+        (HookKind.TURN_END, lambda _: sections("observe hooks cannot patch")),
+        (HookKind.TURN_START, lambda _: patch_arguments({"x": 1})),  # the wrong patch type
+        (HookKind.BEFORE_TOOL_USE, lambda _: sections("wrong")),
+        (HookKind.BEFORE_COMPACT, lambda _: "ok"),
+    ],
+)
+async def test_an_invalid_hook_result_is_a_plugin_aborted_error(kind: HookKind, reply: Any) -> None:
+    manager = await initialized(ScriptedPlugin("sloppy", {kind: reply}))
+    with pytest.raises(AgentError) as caught:
+        await _PAYLOADS[kind](manager)
+    assert caught.value.code is ErrorCode.PLUGIN_ABORTED
+    assert "'sloppy'" in caught.value.message and "returned" in caught.value.message
+
+
 async def test_a_raising_turn_start_hook_fails_the_turn_with_an_error_event() -> None:
     plugin = ScriptedPlugin("broken", {HookKind.TURN_START: ValueError("bad state")})
     agent, provider = await build_agent([text("unused")], configure=configure(plugin))
@@ -578,3 +596,38 @@ async def test_a_raising_after_tool_use_hook_still_leaves_every_call_answered(
     results = [e.payload.result.call_id for e in session.events if e.payload.kind == "tool_result"]
     assert calls == results == answered
     assert len(plugin.received(HookKind.AFTER_TOOL_USE)) == 1
+
+
+async def test_after_tool_use_abort_in_a_serial_batch_skips_the_remaining_calls() -> None:
+    write, read = RecordingTool("write", mutating=True), RecordingTool("read")
+    plugin = ScriptedPlugin("stopper", {HookKind.AFTER_TOOL_USE: abort_once("stop writing")})
+    agent, provider = await build_agent(
+        [ScriptedResponse.tool_calls([("c1", "write", {}), ("c2", "read", {})]), text("done")],
+        tools=[write, read], configure=configure(plugin),
+    )
+    session = await agent.new_session()
+    outcome = await (await session.send_message("go")).join()
+
+    assert outcome.status is OutcomeStatus.COMPLETED
+    assert (len(write.calls), len(read.calls)) == (1, 0)
+    results = [e.payload.result for e in session.events if e.payload.kind == "tool_result"]
+    assert [r.call_id for r in results] == ["c1", "c2"]
+    assert results[1].output.is_error and results[1].output.metadata["skipped"] is True
+    assert provider.requests[-1].tools == ()
+
+
+async def test_resume_does_not_fire_session_start_again() -> None:
+    storage = InMemorySessionStorage()
+    plugin = ScriptedPlugin("watch", {HookKind.SESSION_START: Continue(),
+                                      HookKind.SESSION_END: Continue()})
+    agent, _ = await build_agent(
+        configure=lambda b: configure(plugin)(b.register_session_storage(storage)))
+    session = await agent.new_session()
+    await session.close()
+    catalog = agent.session_catalog()
+    assert catalog is not None
+    resumed = await catalog.resume(session.session_id)
+    await resumed.close()
+
+    assert [kind for kind, _ in plugin.payloads] == [
+        HookKind.SESSION_START, HookKind.SESSION_END, HookKind.SESSION_END]

@@ -100,12 +100,36 @@ class BeforeToolUseOutcome:
     abort: Abort | None
 
 
-def _hook_failed(plugin_id: str, kind: HookKind, exc: Exception) -> AgentError:
+def _hook_failed(plugin_id: str, kind: HookKind, problem: str) -> AgentError:
     return AgentError(
         ErrorCode.PLUGIN_ABORTED,
-        f"plugin {plugin_id!r} {kind.value} hook raised {type(exc).__name__}: {exc}",
+        f"plugin {plugin_id!r} {kind.value} hook {problem}",
         source=ErrorSource.PLUGIN_MANAGER,
     )
+
+
+async def _call(
+    plugin_id: str,
+    kind: HookKind,
+    handler: Callable[[Payload], Awaitable[object]],
+    payload: Payload,
+    patch_type: type | None = None,
+) -> Continue | ContinueWith[Any] | Abort:
+    """Run one handler; raising or returning anything but a valid result is PLUGIN_ABORTED."""
+    try:
+        result = await handler(payload)
+    except Exception as exc:
+        raise _hook_failed(plugin_id, kind, f"raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(result, Continue | Abort):
+        return result
+    if patch_type is not None and isinstance(result, ContinueWith) and isinstance(
+        result.patch, patch_type
+    ):
+        return result
+    expected = "Continue or Abort"
+    if patch_type is not None:
+        expected = f"Continue, ContinueWith({patch_type.__name__}) or Abort"
+    raise _hook_failed(plugin_id, kind, f"returned {result!r}; expected {expected}")
 
 
 class PluginManager:
@@ -166,10 +190,7 @@ class PluginManager:
         build: Callable[[Any], Payload],
     ) -> Abort | None:
         for plugin_id, config, handler in chain:
-            try:
-                result = await handler(build(config))
-            except Exception as exc:
-                raise _hook_failed(plugin_id, kind, exc) from exc
+            result = await _call(plugin_id, kind, handler, build(config))
             if isinstance(result, Abort):
                 return result
         return None
@@ -202,13 +223,11 @@ class PluginManager:
     ) -> TurnStartOutcome:
         sections: tuple[str, ...] = ()
         for plugin_id, config, handler in self._hooks.turn_start:
-            try:
-                result = await handler(build(config, sections))
-            except Exception as exc:
-                raise _hook_failed(plugin_id, HookKind.TURN_START, exc) from exc
+            result = await _call(plugin_id, HookKind.TURN_START, handler,
+                                 build(config, sections), TurnStartPatch)
             if isinstance(result, Abort):
                 return TurnStartOutcome(sections, result)
-            if isinstance(result, ContinueWith) and isinstance(result.patch, TurnStartPatch):
+            if isinstance(result, ContinueWith):
                 sections = sections + tuple(result.patch.append_dynamic_sections)
         return TurnStartOutcome(sections, None)
 
@@ -219,12 +238,10 @@ class PluginManager:
     ) -> BeforeToolUseOutcome:
         """Handlers patch ``current_arguments`` in registration order."""
         for plugin_id, config, handler in self._hooks.before_tool_use:
-            try:
-                result = await handler(build(config, arguments))
-            except Exception as exc:
-                raise _hook_failed(plugin_id, HookKind.BEFORE_TOOL_USE, exc) from exc
+            result = await _call(plugin_id, HookKind.BEFORE_TOOL_USE, handler,
+                                 build(config, arguments), BeforeToolUsePatch)
             if isinstance(result, Abort):
                 return BeforeToolUseOutcome(arguments, result)
-            if isinstance(result, ContinueWith) and isinstance(result.patch, BeforeToolUsePatch):
+            if isinstance(result, ContinueWith):
                 arguments = dict(result.patch.arguments)
         return BeforeToolUseOutcome(arguments, None)
