@@ -58,7 +58,9 @@ class SleepTool:
 
 
 async def bench_turns(turns: int) -> list[float]:
-    provider = ScriptedProvider(provider_id="bench", models=[MODEL], fallback=answer)
+    provider = ScriptedProvider(
+        provider_id="bench", models=[MODEL], fallback=answer, record_requests=False
+    )
     agent = await (
         AgentBuilder(AgentConfig(default_model=MODEL.model_id))
         .register_model_provider(provider)

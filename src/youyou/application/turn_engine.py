@@ -90,6 +90,7 @@ class TurnEngine:
         self._resolver = SkillResolver(kernel.skills)
         self._dispatcher = ToolDispatcher(kernel.plugins)
         self._compactor = Compactor(kernel, sessions)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def start(
         self, runtime: SessionRuntime, blocks: Sequence[ContentBlock], options: TurnOptions
@@ -105,11 +106,18 @@ class TurnEngine:
         for tool in options.extra_tools:
             tools[tool.descriptor.name] = tool
         channel = TurnChannel(runtime.session_id, uuid.uuid4().hex, self._kernel.clock)
-        runtime.cancel.on_cancel(channel.cancel)
+        unsubscribe = runtime.cancel.on_cancel(channel.cancel)
         runtime.turn_state = TurnState.RUNNING
         runtime.running_turn = channel
         turn = _Turn(runtime, channel, tuple(blocks), injections, options, tools)
-        asyncio.get_running_loop().create_task(self._run(turn))
+        task = asyncio.get_running_loop().create_task(self._run(turn))
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            unsubscribe()
+
+        task.add_done_callback(done)
         return channel
 
     async def _run(self, turn: _Turn) -> None:

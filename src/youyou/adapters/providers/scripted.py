@@ -111,7 +111,10 @@ def _usage_for(text: str) -> Usage:
 
 
 class ScriptedProvider:
-    """Replays responses in order; records every request it receives in ``requests``."""
+    """Replays responses in order; records every request it receives in ``requests``.
+
+    Benchmarks pass ``record_requests=False``: recorded requests keep every history alive.
+    """
 
     def __init__(
         self,
@@ -120,8 +123,10 @@ class ScriptedProvider:
         provider_id: str = "scripted",
         models: Sequence[ModelInfo] = (DEMO_MODEL,),
         fallback: Callable[[ChatRequest], ScriptedResponse] | None = None,
+        record_requests: bool = True,
     ) -> None:
         self._provider_id = provider_id
+        self._record = record_requests
         self._models = tuple(models)
         self._queue: deque[ResponseSource] = deque(responses)
         self._fallback = fallback
@@ -163,7 +168,8 @@ class ScriptedProvider:
     async def chat(
         self, request: ChatRequest, cancel: CancellationToken
     ) -> AsyncIterator[ChatEvent]:
-        self.requests.append(request)
+        if self._record:
+            self.requests.append(request)
         if self._queue:
             source = self._queue.popleft()
         elif self._fallback is not None:
