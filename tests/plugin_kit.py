@@ -12,6 +12,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from youyou.api.session import SessionHandle, UserInput
+from youyou.application.turn_engine import TurnOptions
+from youyou.domain.events import AgentEvent
 from youyou.domain.hooks import (
     Abort,
     BeforeToolUsePatch,
@@ -21,6 +24,7 @@ from youyou.domain.hooks import (
     PluginDescriptor,
     TurnStartPatch,
 )
+from youyou.domain.turn import TurnOutcome
 from youyou.ports.plugin import PluginRegistrar
 
 HookResult = Continue | ContinueWith[Any] | Abort
@@ -36,6 +40,14 @@ _TAP_METHODS: dict[HookKind, str] = {
     HookKind.AFTER_TOOL_USE: "tap_after_tool_use",
     HookKind.BEFORE_COMPACT: "tap_before_compact",
 }
+
+
+async def run_turn(session: SessionHandle, user_input: UserInput,
+                   options: TurnOptions | None = None) -> tuple[list[AgentEvent], TurnOutcome]:
+    """Send one message and wait for the turn: every event and the outcome."""
+    turn = await session.send_message(user_input, options=options)
+    events = await turn.collect()
+    return events, await turn.join()
 
 
 def sections(*texts: str) -> ContinueWith[TurnStartPatch]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kernel_kit import RecordingTool, build_agent, model, text
-from plugin_kit import ScriptedPlugin, patch_arguments, sections
+from plugin_kit import ScriptedPlugin, patch_arguments, run_turn, sections
 from youyou import (
     AgentBuilder,
     AgentConfig,
@@ -225,9 +225,7 @@ async def test_a_raising_turn_start_hook_fails_the_turn_with_an_error_event() ->
     plugin = ScriptedPlugin("broken", {HookKind.TURN_START: ValueError("bad state")})
     agent, provider = await build_agent([text("unused")], configure=configure(plugin))
     session = await agent.new_session()
-    turn = await session.send_message("hi")
-    events = await turn.collect()
-    outcome = await turn.join()
+    events, outcome = await run_turn(session, "hi")
 
     assert outcome.status is OutcomeStatus.FAILED and outcome.error is not None
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED and "broken" in outcome.error.message
@@ -382,9 +380,7 @@ async def test_turn_start_abort_fails_the_turn_before_the_user_message() -> None
     agent, provider = await build_agent([text("second")], configure=configure(plugin))
     session = await agent.new_session()
 
-    turn = await session.send_message("first")
-    events = await turn.collect()
-    outcome = await turn.join()
+    events, outcome = await run_turn(session, "first")
 
     assert outcome.status is OutcomeStatus.FAILED and outcome.error is not None
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED
@@ -423,9 +419,7 @@ async def test_turn_end_abort_keeps_the_answer_and_skips_the_checkpoint() -> Non
         configure=lambda b: configure(plugin)(b.register_memory_storage(InMemoryMemoryStorage())),
     )
     session = await agent.new_session()
-    turn = await session.send_message("question")
-    events = await turn.collect()
-    outcome = await turn.join()
+    events, outcome = await run_turn(session, "question")
     await asyncio.sleep(0.05)  # a scheduled checkpoint would have run by now
 
     assert outcome.status is OutcomeStatus.FAILED and outcome.error is not None
@@ -464,9 +458,7 @@ async def test_before_tool_use_abort_feeds_a_synthetic_error_back_to_the_model()
         tools=[tool], configure=configure(plugin),
     )
     session = await agent.new_session()
-    turn = await session.send_message("clean up")
-    events = await turn.collect()
-    outcome = await turn.join()
+    events, outcome = await run_turn(session, "clean up")
 
     assert outcome.status is OutcomeStatus.COMPLETED
     assert tool.calls == []
@@ -585,9 +577,7 @@ async def test_a_raising_after_tool_use_hook_still_leaves_every_call_answered(
         tools=tools, configure=configure(plugin),
     )
     session = await agent.new_session()
-    turn = await session.send_message("go")
-    events = await turn.collect()
-    outcome = await turn.join()
+    events, outcome = await run_turn(session, "go")
 
     assert outcome.error is not None and outcome.error.code is ErrorCode.PLUGIN_ABORTED
     assert "broken" in outcome.error.message and "hook bug" in outcome.error.message
