@@ -337,14 +337,19 @@ async def test_session_start_abort_frees_the_slot_without_storage() -> None:
     assert not session.is_closed
 
 
-async def test_session_start_runs_after_the_profile_is_durable_and_abort_deletes_it() -> None:
+@pytest.mark.parametrize("failure", [Abort("rejected"), RuntimeError("rejected")])
+async def test_session_start_runs_after_the_profile_is_durable_and_abort_deletes_it(
+    failure: Abort | RuntimeError,
+) -> None:
     storage = InMemorySessionStorage()
     profile_kinds: list[str] = []
 
     async def inspect_storage(payload: Any) -> Abort:
         head = await storage.load_head(payload.session_id)
         profile_kinds.append(head.profile.payload.key)
-        return Abort("rejected")
+        if isinstance(failure, Exception):
+            raise failure
+        return failure
 
     plugin = ScriptedPlugin("gate", {HookKind.SESSION_START: inspect_storage})
     agent, _ = await build_agent(
@@ -353,7 +358,7 @@ async def test_session_start_runs_after_the_profile_is_durable_and_abort_deletes
     with pytest.raises(AgentError) as caught:
         await agent.new_session()
 
-    assert caught.value.code is ErrorCode.PLUGIN_ABORTED
+    assert caught.value.code is ErrorCode.PLUGIN_ABORTED and "rejected" in caught.value.message
     assert profile_kinds == ["session_profile"]
     session_id = plugin.received(HookKind.SESSION_START)[0].session_id
     assert (await storage.list_sessions(SessionListQuery())).items == ()
@@ -533,8 +538,9 @@ async def test_before_compact_abort_goes_to_truncation_fallback() -> None:
     assert provider.requests[1].messages[0].content[0].text == "short answer"
 
 
-async def test_session_end_abort_on_close_keeps_the_session_active() -> None:
-    plugin = ScriptedPlugin("keeper", {HookKind.SESSION_END: Abort("unsaved work")})
+@pytest.mark.parametrize("reply", [Abort("unsaved work"), RuntimeError("unsaved work")])
+async def test_session_end_abort_on_close_keeps_the_session_active(reply: Any) -> None:
+    plugin = ScriptedPlugin("keeper", {HookKind.SESSION_END: reply})
     agent, _ = await build_agent([text("still here")], configure=configure(plugin))
     session = await agent.new_session()
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kernel_kit import RecordingTool, build_agent, model, text
+from plugin_kit import ScriptedPlugin
 from youyou import (
     AgentBuilder,
     AgentConfig,
@@ -23,6 +24,7 @@ from youyou import (
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.adapters.tools.load_skill import LoadSkillTool, render_skill_catalog
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.hooks import Continue, HookKind
 from youyou.domain.ledger import Metadata, ToolOutput, UserMessage
 from youyou.domain.model import ChatRequest, ModelMessageRole, ProviderErrorKind
 from youyou.domain.templates import DEFAULT_COMPACT_PROMPT
@@ -86,6 +88,19 @@ async def test_explicit_skill_keeps_the_user_message_and_audits_the_invocation()
     assert [m.role for m in request.messages] == [
         ModelMessageRole.USER, ModelMessageRole.SYSTEM, ModelMessageRole.SYSTEM]
     assert "REVIEW-BODY" not in request.system_prompt
+
+
+async def test_turn_start_hooks_see_the_resolved_skills() -> None:
+    plugin = ScriptedPlugin("watch", {HookKind.TURN_START: Continue()})
+    agent, _ = await build_agent(
+        [text("ok")],
+        configure=lambda b: with_skills(REVIEW, COMMIT)(b).register_plugin(plugin),
+    )
+    session = await agent.new_session()
+    await (await session.send_message("/review then /commit")).join()
+    (payload,) = plugin.received(HookKind.TURN_START)
+    assert payload.resolved_skills == ("review", "commit")
+    assert payload.user_input == (TextBlock(text="/review then /commit"),)
 
 
 async def test_the_skill_is_reapplied_on_every_request_of_the_turn() -> None:
