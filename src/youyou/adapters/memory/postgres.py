@@ -2,8 +2,8 @@
 
 Two ranked lists are merged by reciprocal-rank fusion (scores of the two are not comparable):
 
-- full text: a generated ``tsvector`` over the language-aware terms (English stemming by the
-  ``english`` configuration, CJK bigrams from ``text_index``) behind a GIN index;
+- full text: a generated ``tsvector`` (``simple`` configuration) over the language-aware terms
+  of ``text_index`` (stemmed English words, CJK bigrams) behind a GIN index;
 - trigram similarity: ``word_similarity`` on the raw content behind a ``gin_trgm_ops`` index.
   It catches what word matching misses (typos, partial words, CJK text written differently)
   and is used only for short queries that have search terms, where a similarity to a fragment
@@ -28,13 +28,13 @@ from youyou.domain.memory import Memory
 
 logger = logging.getLogger(__name__)
 
-TRIGRAM_MAX_QUERY_CHARS = 64
+TRIGRAM_MAX_QUERY_CHARS = 24
 TRIGRAM_THRESHOLD = 0.3
 RRF_K = 60
 
 _TSVECTOR_DDL = (
     "ALTER TABLE memories ADD COLUMN IF NOT EXISTS search_vector tsvector "
-    "GENERATED ALWAYS AS (to_tsvector('english', search_text)) STORED",
+    "GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED",
     "CREATE INDEX IF NOT EXISTS memories_search_vector_idx ON memories USING gin (search_vector)",
 )
 _TRIGRAM_INDEX = (
@@ -44,7 +44,7 @@ _TRIGRAM_INDEX = (
 
 _COLUMNS = ", ".join(c.name for c in MEMORY_COLUMNS)
 _FULL_TEXT = text(
-    f"SELECT {_COLUMNS} FROM memories, to_tsquery('english', :tsquery) AS q "
+    f"SELECT {_COLUMNS} FROM memories, to_tsquery('simple', :tsquery) AS q "
     "WHERE namespace = :namespace AND search_vector @@ q "
     "ORDER BY ts_rank(search_vector, q) DESC, updated_at DESC LIMIT :top_k"
 )

@@ -1,16 +1,22 @@
-"""SQLite memory store: FTS5 with BM25 ranking over language-aware terms.
+"""SQLite memory store: FTS5 ranked by BM25 over language-aware terms.
 
-The FTS5 table is an external-content index of ``memories.search_text`` kept in sync by
-triggers, tokenized by ``porter unicode61`` (English stemming). Chinese is made searchable by
-the CJK bigrams of ``text_index`` rather than the ``trigram`` tokenizer: trigrams cannot match
-the many two-character Chinese words through the index (they would need a full-scan LIKE).
+- Terms come from ``text_index`` (stemmed English words, CJK bigrams) and are indexed by a plain
+  ``unicode61`` tokenizer. The ``trigram`` tokenizer was not used: it cannot match the many
+  two-character Chinese words through the index (they would need a full-scan LIKE).
+- The FTS5 table is contentless (the text lives in ``memories``) and kept in sync by triggers;
+  the namespace filter is a join on the primary key.
+- BM25 must score every matching row, so a query term found in very many memories ("coffee" in
+  a third of them) would dominate search time while adding almost nothing to the ranking (its
+  IDF is near zero). ``choose_terms`` keeps the rarest terms within a postings budget, read
+  from the ``fts5vocab`` statistics (at least the rarest term is always searched). Collections
+  smaller than the budget are always ranked exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from sqlalchemy import event, text
+from sqlalchemy import bindparam, event, text
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -19,10 +25,12 @@ from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, ro
 from youyou.adapters.memory.text_index import query_terms
 from youyou.domain.memory import Memory
 
+POSTINGS_BUDGET = 2000
+
 _DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
-    "search_text, content='memories', content_rowid='pk', "
-    "tokenize='porter unicode61 remove_diacritics 2')",
+    "search_text, content='', tokenize='unicode61 remove_diacritics 0')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')",
     "CREATE TRIGGER IF NOT EXISTS memories_fts_ai AFTER INSERT ON memories BEGIN "
     "INSERT INTO memories_fts(rowid, search_text) VALUES (new.pk, new.search_text); END",
     "CREATE TRIGGER IF NOT EXISTS memories_fts_ad AFTER DELETE ON memories BEGIN "
@@ -34,17 +42,36 @@ _DDL = (
     "INSERT INTO memories_fts(rowid, search_text) VALUES (new.pk, new.search_text); END",
 )
 
+_DOC_FREQ = text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms").bindparams(
+    bindparam("terms", expanding=True)
+)
 _COLUMNS = ", ".join(f"m.{c.name}" for c in MEMORY_COLUMNS)
 _SEARCH = text(
     f"SELECT {_COLUMNS} FROM memories_fts JOIN memories AS m ON m.pk = memories_fts.rowid "
     "WHERE memories_fts MATCH :match AND m.namespace = :namespace "
-    "ORDER BY memories_fts.rank, m.updated_at DESC LIMIT :top_k"
+    "ORDER BY memories_fts.rank LIMIT :top_k"
 )
 
 
-def fts_match(terms: Sequence[str]) -> str:
-    """An FTS5 OR query of quoted terms (quoting disables the query syntax in user text)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+def fts_phrase(term: str) -> str:
+    """A quoted FTS5 string: user text never reaches the query syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def choose_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: int) -> list[str]:
+    """Rarest terms first while their postings fit the budget; at least one term.
+
+    Terms missing from the statistics cost nothing to search and are always kept.
+    """
+    ordered = sorted(terms, key=lambda t: doc_freq.get(t, 0))
+    chosen: list[str] = []
+    spent = 0
+    for term in ordered:
+        spent += doc_freq.get(term, 0)
+        if chosen and spent > budget:
+            break
+        chosen.append(term)
+    return chosen
 
 
 def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None:
@@ -56,7 +83,7 @@ def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None
 
 
 class SqliteMemoryStorage(SqlMemoryStorage):
-    """``search`` ranks by BM25 (FTS5 ``rank``), newest first among equal scores."""
+    """``search`` ranks by BM25 (FTS5 ``rank``) within the namespace."""
 
     @classmethod
     def from_url(cls, url: str) -> SqliteMemoryStorage:
@@ -71,6 +98,9 @@ class SqliteMemoryStorage(SqlMemoryStorage):
         terms = query_terms(query)
         if not terms or top_k <= 0:
             return []
-        params = {"match": fts_match(terms), "namespace": namespace, "top_k": top_k}
         async with self._connect() as conn:
+            doc_freq = {r.term: r.doc for r in await conn.execute(_DOC_FREQ, {"terms": terms})}
+            chosen = choose_terms(terms, doc_freq, POSTINGS_BUDGET)
+            match = " OR ".join(fts_phrase(t) for t in chosen)
+            params = {"match": match, "namespace": namespace, "top_k": top_k}
             return [row_to_memory(r) for r in await conn.execute(_SEARCH, params)]

@@ -1,6 +1,8 @@
-"""Language-aware terms for full-text memory search.
+"""Language-aware terms for full-text memory search, shared by every memory store.
 
-Latin-script words stay words (the database stems them). Chinese and Japanese have no spaces,
+Latin-script words are lower-cased and stemmed in Python (Snowball English: "prefers" and
+"preference" both become "prefer"), so each database indexes exactly the terms a query
+produces and term statistics can be looked up directly. Chinese and Japanese have no spaces,
 so each run of CJK characters becomes overlapping character bigrams, the usual CJK indexing
 unit: most Chinese words are two characters, so "咖啡" matches "我喜欢喝咖啡" through the
 index. Documents also index single characters, so a one-character query still finds them.
@@ -9,6 +11,9 @@ index. Documents also index single characters, so a one-character query still fi
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+import snowballstemmer  # type: ignore[import-untyped]
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
@@ -16,13 +21,21 @@ _CJK_RUN = re.compile(rf"[{_CJK}]+")
 
 MAX_QUERY_TERMS = 32
 
-# Frequent English words that only cost time in an OR query (user messages are questions).
+# Frequent English words: they carry no meaning for recall and only cost index and query time.
 _STOP_WORDS_TEXT = (
     "a an and are as at be but by can could did do does for from had has have how i if in is "
     "it its me my of on or our please so than that the their them then there these they this "
     "to was we were what when where which who why will with would you your"
 )
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_STEMMER.stemWord(word))
 
 
 def _cjk_terms(run: str, *, unigrams: bool) -> list[str]:
@@ -38,8 +51,8 @@ def _terms(text: str, *, unigrams: bool) -> list[str]:
         token = match.group()
         if _CJK_RUN.fullmatch(token):
             terms.extend(_cjk_terms(token, unigrams=unigrams))
-        else:
-            terms.append(token)
+        elif token not in STOP_WORDS:
+            terms.append(_stem(token))
     return terms
 
 
@@ -49,9 +62,5 @@ def index_text(text: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    """Distinct search terms of a query, stop words dropped, capped to bound search time."""
-    seen: dict[str, None] = {}
-    for term in _terms(text, unigrams=False):
-        if term not in STOP_WORDS:
-            seen.setdefault(term, None)
-    return list(seen)[:MAX_QUERY_TERMS]
+    """Distinct search terms of a query, capped to bound search time."""
+    return list(dict.fromkeys(_terms(text, unigrams=False)))[:MAX_QUERY_TERMS]
