@@ -26,7 +26,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import text
 
-from youyou.adapters.storage.catalog import SortKey, encode_cursor
+from youyou.adapters.storage.catalog import SortKey, encode_cursor, fold
 from youyou.adapters.storage.codec import encode_event
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import ledger_events, sessions
@@ -74,11 +74,12 @@ def session_rows(count: int, rng: random.Random) -> list[dict[str, Any]]:
     rows = []
     for _ in range(count):
         updated = T0 + timedelta(seconds=rng.randrange(count * 10))  # some ties
-        title = " ".join(rng.choices(WORDS, k=5)) + f" #{rng.randrange(10**6)}"
+        title = " ".join(rng.choices(WORDS, k=5)).capitalize() + f" #{rng.randrange(10**6)}"
         rows.append(
             {
                 "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
                 "title": title,
+                "title_folded": fold(title),
                 "created_at": updated - timedelta(hours=1),
                 "updated_at": updated,
                 "message_count": rng.randrange(200),
@@ -213,6 +214,7 @@ async def bench_long_session(storage: SqlSessionStorage, count: int, runs: int) 
             {
                 "id": sid,
                 "title": "long",
+                "title_folded": "long",
                 "created_at": T0,
                 "updated_at": T0 + timedelta(seconds=count),
                 "message_count": count - 1,

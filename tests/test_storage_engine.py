@@ -97,7 +97,7 @@ async def test_upgrade_builds_the_declared_schema_and_is_idempotent(db_url: str)
         await engine.dispose()
     assert state["revision"] == "0001"
     assert state["diff"] == []
-    assert "ix_sessions_updated_at_id" in state["indexes"]
+    assert "ix_sessions_recent" in state["indexes"]
     assert (TITLE_TRGM_INDEX in state["indexes"]) == db_url.startswith("postgresql")
 
 

@@ -66,7 +66,10 @@ sessions = Table(
     Column("compaction_seq", BigInteger, nullable=True),
     Column("checkpoint_seq", BigInteger, nullable=True),
     PrimaryKeyConstraint("id", name="pk_sessions"),
-    Index("ix_sessions_updated_at_id", "updated_at", "id"),
+    # Newest-first listing and keyset paging. title_folded rides along so that SQLite, which
+    # walks this index for "title contains … newest first", filters without a table lookup
+    # per row (bench: 160 ms -> 18 ms at 100 000 sessions when few titles match).
+    Index("ix_sessions_recent", "updated_at", "id", "title_folded"),
 )
 
 ledger_events = Table(

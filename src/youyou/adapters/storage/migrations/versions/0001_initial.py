@@ -33,7 +33,7 @@ def upgrade() -> None:
         sa.Column("checkpoint_seq", sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_sessions"),
     )
-    op.create_index("ix_sessions_updated_at_id", "sessions", ["updated_at", "id"])
+    op.create_index("ix_sessions_recent", "sessions", ["updated_at", "id", "title_folded"])
     op.create_table(
         "ledger_events",
         sa.Column("session_id", session_id_type(), nullable=False),
@@ -76,5 +76,5 @@ def _create_title_trigram_index() -> None:
 
 def downgrade() -> None:
     op.drop_table("ledger_events")
-    op.drop_index("ix_sessions_updated_at_id", table_name="sessions")
+    op.drop_index("ix_sessions_recent", table_name="sessions")
     op.drop_table("sessions")
