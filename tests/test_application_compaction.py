@@ -379,3 +379,35 @@ async def test_raw_events_stay_in_the_ledger_after_compaction() -> None:
     assert kinds == ["Metadata", "UserMessage", "AssistantMessage", "Metadata"]
     last = session.events[-1].payload
     assert isinstance(last, Metadata) and last.key == "context_compaction"
+
+
+async def test_manual_compaction_with_a_failed_summary_truncates_everything() -> None:
+    agent, provider = await agent_with(
+        [text("a1"), text("a2"), ScriptedResponse.error(ProviderErrorKind.PROVIDER), text("a3")]
+    )
+    session = await agent.new_session()
+    await (await session.send_message("q1")).join()
+    await (await session.send_message("q2")).join()
+    usage = await session.compact()
+    record = session.latest_compaction
+    assert record.mode is CompactionMode.TRUNCATION_FALLBACK
+    assert record.compacted_message_count == 4
+    assert usage.tokens == 0 and not usage.can_compact
+    await (await session.send_message("q3")).join()
+    assert [m.content[0].text for m in provider.requests[-1].messages] == ["q3"]  # type: ignore[union-attr]
+
+
+async def test_context_length_error_truncates_before_the_anchor_when_summary_fails() -> None:
+    err = ScriptedResponse.error(ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED)
+    failing_summary = ScriptedResponse.error(ProviderErrorKind.PROVIDER)
+    agent, provider = await agent_with(
+        [text("first"), err, failing_summary, text("after retry")], window=100_000
+    )
+    session = await agent.new_session()
+    await (await session.send_message("hi")).join()
+    turn = await session.send_message("more")
+    events = await turn.collect()
+    assert (await turn.join()).status is OutcomeStatus.COMPLETED
+    compacted = next(e.payload for e in events if e.payload.type == "context_compacted")
+    assert compacted.mode is CompactionMode.TRUNCATION_FALLBACK  # type: ignore[union-attr]
+    assert [m.content[0].text for m in provider.requests[-1].messages] == ["more"]  # type: ignore[union-attr]

@@ -91,6 +91,7 @@ class SessionHandle:
             runtime,
             before_seq=None,
             estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
+            force=True,
         )
         return self.usage()
 

@@ -138,8 +138,13 @@ class Compactor:
         before_seq: int | None,
         estimate: RequestEstimate,
         emit: Callable[[AgentEventPayload], None] | None = None,
+        force: bool = False,
     ) -> CompactionRecord | None:
-        """Compact messages before ``before_seq`` (all if None); None if nothing to compact."""
+        """Compact messages before ``before_seq`` (all if None); None if nothing to compact.
+
+        ``force`` (manual compaction, provider context-length error): a truncation fallback
+        drops every compactable message instead of trusting the estimate's budget.
+        """
         context = runtime.context
         messages = context.compactable(before_seq)
         if not messages:
@@ -155,7 +160,11 @@ class Compactor:
         if record is None:
             pinned = estimate.total - sum(context.estimator.message_tokens(m) for m in messages)
             budget = target_tokens(runtime) - pinned
-            boundary = truncation_boundary(messages, context.estimator.message_tokens, budget)
+            boundary = (
+                messages[-1].source_seq
+                if force
+                else truncation_boundary(messages, context.estimator.message_tokens, budget)
+            )
             if boundary is None:
                 return None
             record = CompactionRecord(

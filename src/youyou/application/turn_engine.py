@@ -341,6 +341,7 @@ class TurnEngine:
             before_seq=augmentation.origin_user_seq,
             estimate=current,
             emit=turn.channel.emit,
+            force=force,
         )
         after = runtime.context.history_tokens + estimate.prompt + estimate.augmentation
         if after >= window:
