@@ -1,1 +1,164 @@
-app=None
+"""The ``youyou`` console script: ``chat``, ``sessions list|show|delete``, ``db upgrade``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.engine import make_url
+
+from youyou.adapters.storage.engine import upgrade_database
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.cli.runtime import SKILLS_DIR_ENV, read_settings, run, setup_logging
+from youyou.cli.transcript import print_transcript, resolve_one, sessions_table
+from youyou.domain.session import SearchMode, SessionListQuery, SessionSearchQuery
+
+app = typer.Typer(
+    help="YouYou: an LLM agent for the terminal and a local-first on-call workbench.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+sessions_app = typer.Typer(help="List, show and delete stored chat sessions.",
+                           no_args_is_help=True)
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(db_app, name="db")
+
+ConfigOption = Annotated[Path | None, typer.Option(
+    "--config", "-c", help="youyou.toml to read (default: $YOUYOU_CONFIG, else none).",
+    dir_okay=False)]
+
+
+def _finish(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
+@app.callback()
+def _main() -> None:
+    setup_logging()
+
+
+@app.command()
+def chat(
+    config: ConfigOption = None,
+    message: Annotated[str | None, typer.Option(
+        "--message", "-m", help="Send one message, print the answer and exit ('-' reads stdin).",
+    )] = None,
+    json: Annotated[bool, typer.Option(
+        "--json", help="With -m: print the event stream as JSON lines.")] = False,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", "-r", help="Continue a stored session (id or unique id prefix).")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model id for a new session (default: [agent].default_model).")] = None,
+    skills: Annotated[Path | None, typer.Option(
+        "--skills", envvar=SKILLS_DIR_ENV, file_okay=False,
+        help="Directory of */SKILL.md files to register for /name use.")] = None,
+    attach: Annotated[list[Path] | None, typer.Option(
+        "--attach", "-a", dir_okay=False, help="With -m: a text file or image to send along.",
+    )] = None,
+) -> None:
+    """Chat with the agent (interactive), or answer one message with -m."""
+    if json and message is None:
+        raise typer.BadParameter("--json needs -m/--message", param_hint="--json")
+    # Imported here: the provider SDKs it loads take seconds, which other commands need not pay.
+    from youyou.cli.chat_command import ChatOptions, run_chat
+
+    options = ChatOptions(config=config, message=message, json=json, resume=resume,
+                          model=model, skills_dir=skills, attach=tuple(attach or ()))
+    _finish(run(run_chat(options)))
+
+
+@asynccontextmanager
+async def _storage(config: Path | None) -> AsyncIterator[SqlSessionStorage]:
+    """Only the session store: these commands need no model provider (nor its API key)."""
+    storage = await SqlSessionStorage.open(read_settings(config).database.url)
+    try:
+        yield storage
+    finally:
+        await storage.close()
+
+
+@sessions_app.command("list")
+def sessions_list(
+    config: ConfigOption = None,
+    query: Annotated[str | None, typer.Option(
+        "--query", "-q", help="Only sessions whose id starts with, or title contains, this.",
+    )] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500)] = 20,
+) -> None:
+    """Most recently updated sessions first."""
+    async def main() -> int:
+        async with _storage(config) as storage:
+            if query:
+                items = await storage.find_sessions(
+                    SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query), limit)
+            else:
+                items = (await storage.list_sessions(SessionListQuery(limit=limit))).items
+        Console().print(sessions_table(items, full_ids=True) if items else "no sessions")
+        return 0
+
+    _finish(run(main()))
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")],
+    config: ConfigOption = None,
+) -> None:
+    """Print a session's whole history, compacted messages included."""
+    async def main() -> int:
+        console = Console()
+        async with _storage(config) as storage:
+            found = await resolve_one(storage, session_id, console)
+            summary = (await storage.load_head(found)).summary
+            events = await storage.load_events(found)
+        console.print(f"[bold]{escape(summary.title)}[/]  [dim]{found} · "
+                      f"{summary.message_count} messages[/]")
+        print_transcript(console, events)
+        return 0
+
+    _finish(run(main()))
+
+
+@sessions_app.command("delete")
+def sessions_delete(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")],
+    config: ConfigOption = None,
+) -> None:
+    """Delete a session and its whole history."""
+    async def main() -> int:
+        console = Console()
+        async with _storage(config) as storage:
+            found = await resolve_one(storage, session_id, console)
+            await storage.delete_session(found)
+        console.print(f"deleted {found}")
+        return 0
+
+    _finish(run(main()))
+
+
+@db_app.command("upgrade")
+def db_upgrade(config: ConfigOption = None) -> None:
+    """Apply pending schema migrations to the configured database."""
+    async def main() -> int:
+        url = read_settings(config).database.url
+        await upgrade_database(url)
+        Console().print(f"database is up to date: {_redacted(url)}")
+        return 0
+
+    _finish(run(main()))
+
+
+def _redacted(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+if __name__ == "__main__":
+    app()

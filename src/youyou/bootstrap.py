@@ -1,0 +1,114 @@
+"""Composition root: turns ``Settings`` into a running ``Agent`` with its storages.
+
+The CLI and the server both start here, so that a ``youyou.toml`` means the same thing to
+each: the session ledger and the long-term memories live in the configured database (SQLite
+or PostgreSQL, chosen by the URL's scheme), providers come from ``[[providers]]``, and skills
+from a directory of ``*/SKILL.md`` files are registered for explicit ``/name`` use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from youyou.adapters.memory import open_memory_storage
+from youyou.adapters.memory.sql_base import SqlMemoryStorage
+from youyou.adapters.providers.factory import build_providers
+from youyou.adapters.settings import Settings
+from youyou.adapters.skills_dir import load_skills_dir
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.tools.builtin import CurrentTimeTool
+from youyou.api.agent import Agent
+from youyou.api.builder import AgentBuilder
+from youyou.domain.config import AgentConfig, MemoryMode
+from youyou.domain.skill import SkillDefinition
+from youyou.domain.skill_md import SkillValidationError
+
+# A server holds one active session per open conversation; the kernel default of 1 is for
+# embedders. An explicit ``[agent].max_active_sessions`` still wins.
+SERVER_MAX_ACTIVE_SESSIONS = 10_000
+
+# Names users type (seed 000) ↔ the kernel's modes.
+MEMORY_MODE_NAMES: dict[str, MemoryMode] = {
+    "every_30_turns": MemoryMode.EVERY_N_TURNS,
+    "context_70_percent": MemoryMode.CONTEXT_PERCENT,
+    "manual": MemoryMode.MANUAL,
+}
+
+
+def memory_mode_name(mode: MemoryMode) -> str:
+    return next(name for name, value in MEMORY_MODE_NAMES.items() if value is mode)
+
+
+@dataclass(slots=True)
+class BuiltApp:
+    """The agent plus what must be closed after ``agent.shutdown()``."""
+
+    agent: Agent
+    settings: Settings
+    session_storage: SqlSessionStorage
+    memory_storage: SqlMemoryStorage | None
+    skills: tuple[SkillDefinition, ...] = ()
+    skill_errors: tuple[tuple[Path, SkillValidationError], ...] = ()
+
+    async def close(self) -> None:
+        """Shut the agent down (closing sessions extracts memories), then the storages."""
+        try:
+            await self.agent.shutdown()
+        finally:
+            if self.memory_storage is not None:
+                await self.memory_storage.close()
+            await self.session_storage.close()
+
+
+def agent_config_from(settings: Settings, max_active_sessions: int | None = None) -> AgentConfig:
+    """``[agent]`` and ``[compaction]`` as the kernel's ``AgentConfig``."""
+    config = settings.agent_config()
+    if max_active_sessions is None and "max_active_sessions" in settings.agent.model_fields_set:
+        return config
+    return config.model_copy(
+        update={"max_active_sessions": max_active_sessions or SERVER_MAX_ACTIVE_SESSIONS}
+    )
+
+
+async def build_agent_from_settings(
+    settings: Settings,
+    *,
+    skills_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    max_active_sessions: int | None = None,
+) -> BuiltApp:
+    """Open the storages on ``settings.database.url`` (migrated) and build the agent.
+
+    Invalid skill files do not stop the build: they are returned in ``skill_errors``.
+    Anything opened here is closed again if a later step fails.
+    """
+    env = os.environ if environ is None else environ
+    providers = build_providers(settings, environ=env)
+    loaded = load_skills_dir(skills_dir) if skills_dir is not None else None
+    skills = loaded.skills if loaded else ()
+    url = settings.database.url
+    session_storage = await SqlSessionStorage.open(url)
+    memory_storage: SqlMemoryStorage | None = None
+    try:
+        if settings.memory.enabled:
+            memory_storage = await open_memory_storage(url)
+        builder = AgentBuilder(agent_config_from(settings, max_active_sessions))
+        for provider in providers:
+            builder.register_model_provider(provider)
+        builder.register_tool(CurrentTimeTool())
+        for skill in skills:
+            builder.register_skill(skill)
+        builder.register_session_storage(session_storage)
+        if memory_storage is not None:
+            builder.register_memory_storage(memory_storage)
+        agent = await builder.build()
+    except BaseException:
+        if memory_storage is not None:
+            await memory_storage.close()
+        await session_storage.close()
+        raise
+    return BuiltApp(agent, settings, session_storage, memory_storage, skills,
+                    loaded.errors if loaded else ())

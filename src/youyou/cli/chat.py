@@ -1,0 +1,117 @@
+"""State of one ``youyou chat`` run: the built agent, the current session, pending attachments."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from rich.console import Console
+from rich.text import Text
+
+from youyou.api.catalog import SessionCatalog
+from youyou.api.session import SessionHandle
+from youyou.bootstrap import BuiltApp, memory_mode_name
+from youyou.cli.render import RichTurnView, agent_error_text, context_line
+from youyou.cli.runtime import on_interrupt, run_turn
+from youyou.cli.transcript import SHORT_ID, print_transcript
+from youyou.domain.config import SessionConfig
+from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.errors import AgentError
+from youyou.domain.turn import OutcomeStatus, TurnOutcome
+
+RESUME_TRANSCRIPT_EVENTS = 40
+
+
+class Chat:
+    def __init__(self, app: BuiltApp, console: Console, session: SessionHandle) -> None:
+        self.app = app
+        self.console = console
+        self.session = session
+        self.attachments: list[ImageBlock | FileContentBlock] = []
+
+    @property
+    def catalog(self) -> SessionCatalog:
+        catalog = self.app.agent.session_catalog()
+        assert catalog is not None, "bootstrap always registers a session storage"
+        return catalog
+
+    @property
+    def model_id(self) -> str:
+        return self.session.config.pinned.model_id
+
+    def banner(self) -> Text:
+        return Text.assemble(
+            ("session ", "dim"), (self.session.session_id[:SHORT_ID], "bold"),
+            ("  model ", "dim"), (self.model_id, "bold"),
+            ("  memory ", "dim"), memory_mode_name(self.session.memory_mode),
+        )
+
+    def show_error(self, error: AgentError) -> None:
+        self.console.print(agent_error_text(error))
+
+    async def send(self, text: str) -> TurnOutcome | None:
+        """One turn; errors are shown, never raised. Attachments go out with this message."""
+        blocks: list[ContentBlock] = [TextBlock(text=text), *self.attachments]
+        try:
+            outcome = await run_turn(self.session, blocks, RichTurnView(self.console))
+        except AgentError as error:
+            self.show_error(error)
+            return None
+        self.attachments.clear()
+        if outcome.status is not OutcomeStatus.COMPLETED:
+            self.console.print(context_line(self.session.usage()))
+        return outcome
+
+    async def busy(self, note: str, action: Callable[[], Awaitable[None]]) -> None:
+        """Run a slow step under a spinner; Ctrl+C meanwhile only says to wait."""
+        def refuse() -> None:
+            self.console.print(Text("still working; it will finish shortly", style="dim"))
+
+        with on_interrupt(refuse), self.console.status(note):
+            await action()
+
+    async def close_session(self) -> None:
+        """Close (extracting long-term memories); a session with no message is not kept."""
+        session = self.session
+        if session.is_closed:
+            return
+        note = ("closing the session (saving long-term memories)…"
+                if self.app.memory_storage is not None else "closing the session…")
+        await self.busy(note, session.close)
+        summary = session.summary
+        if summary is None or summary.message_count == 0:
+            with suppress(AgentError):  # nothing was stored for it
+                await self.catalog.delete(session.session_id)
+
+    async def replace_session(self, opener: Callable[[], Awaitable[SessionHandle]]) -> None:
+        """Close the current session and open another; if that fails, start a fresh one."""
+        await self.close_session()
+        try:
+            self.session = await opener()
+        except AgentError as error:
+            self.show_error(error)
+            self.session = await self.app.agent.new_session(SessionConfig(model_id=self.model_id))
+        self.attachments.clear()
+        self.console.print(self.banner())
+
+    async def new_session(self, model_id: str | None = None) -> None:
+        model = model_id or self.model_id
+        await self.replace_session(
+            lambda: self.app.agent.new_session(SessionConfig(model_id=model)))
+
+    async def resume(self, session_id: str) -> None:
+        await self.replace_session(lambda: self.app.agent.resume_session(session_id))
+        if self.session.session_id == session_id:
+            await self.show_history()
+
+    async def show_history(self) -> None:
+        """The latest stored events of the session (compacted ones included), then usage."""
+        session_id = self.session.session_id
+        events = await self.app.session_storage.load_events(session_id)
+        shown = events[-RESUME_TRANSCRIPT_EVENTS:]
+        if len(shown) < len(events):
+            self.console.print(Text(f"… {len(events) - len(shown)} earlier events "
+                                    f"(youyou sessions show {session_id[:SHORT_ID]})",
+                                    style="dim"))
+        print_transcript(self.console, shown)
+        self.console.print(context_line(self.session.usage()))

@@ -1,0 +1,136 @@
+"""``youyou chat``: the interactive loop, or one message (``-m``) for scripts and pipes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from youyou.adapters.settings import Settings
+from youyou.api.session import SessionHandle
+from youyou.bootstrap import BuiltApp, build_agent_from_settings
+from youyou.cli.attachments import load_attachment
+from youyou.cli.chat import Chat
+from youyou.cli.commands import dispatch
+from youyou.cli.prompt import PROMPT, build_prompt
+from youyou.cli.render import JsonTurnView, PlainTurnView, RichTurnView, TurnView
+from youyou.cli.runtime import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    OFFLINE_NOTE,
+    data_dir,
+    err_console,
+    is_offline_model,
+    read_settings,
+    run_turn,
+)
+from youyou.cli.transcript import resolve_one
+from youyou.domain.config import SessionConfig
+from youyou.domain.content import ContentBlock, TextBlock
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.turn import OutcomeStatus
+
+HISTORY_FILE = "chat_history"
+_EXIT_CODES = {OutcomeStatus.COMPLETED: EXIT_OK, OutcomeStatus.CANCELLED: EXIT_INTERRUPTED}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    config: Path | None = None
+    message: str | None = None
+    json: bool = False
+    resume: str | None = None
+    model: str | None = None
+    skills_dir: Path | None = None
+    attach: tuple[Path, ...] = ()
+
+
+@asynccontextmanager
+async def opened_app(settings: Settings, skills_dir: Path | None) -> AsyncIterator[BuiltApp]:
+    """The built agent; invalid skill files are reported on stderr and skipped."""
+    app = await build_agent_from_settings(settings, skills_dir=skills_dir)
+    try:
+        for path, error in app.skill_errors:
+            err_console.print(Text.assemble(("skipped invalid skill file ", "yellow"), str(path)))
+            for item in error.violations:
+                err_console.print(Text.assemble("  - ", (item.rule_id, "yellow"), ": ",
+                                                item.message("en")))
+        yield app
+    finally:
+        await app.close()
+
+
+async def run_chat(options: ChatOptions) -> int:
+    if options.resume and options.model:
+        raise AgentError(ErrorCode.INVALID_CONFIG,
+                         "--model starts a new session; a resumed session keeps its model",
+                         source=ErrorSource.AGENT)
+    settings = read_settings(options.config)
+    message = options.message
+    if message == "-" or (message is None and not sys.stdin.isatty()):
+        message = sys.stdin.read()
+    async with opened_app(settings, options.skills_dir) as app:
+        session = await _open_session(app, options)
+        if is_offline_model(settings, session.config.pinned.model_id):
+            err_console.print(OFFLINE_NOTE, style="dim", markup=False)
+        if message is not None:
+            return await _one_shot(app, session, message, options)
+        return await _interactive(app, session, resumed=options.resume is not None)
+
+
+async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
+    if options.resume:
+        return await app.agent.resume_session(
+            await resolve_one(app.session_storage, options.resume, err_console))
+    return await app.agent.new_session(SessionConfig(model_id=options.model))
+
+
+async def _one_shot(app: BuiltApp, session: SessionHandle, message: str,
+                    options: ChatOptions) -> int:
+    """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error."""
+    chat = Chat(app, err_console, session)
+    view: TurnView
+    if options.json:
+        view = JsonTurnView()
+    elif sys.stdout.isatty():
+        view = RichTurnView(Console())
+    else:
+        view = PlainTurnView()
+    try:
+        blocks: list[ContentBlock] = [TextBlock(text=message),
+                                      *(load_attachment(str(p)) for p in options.attach)]
+        outcome = await run_turn(session, blocks, view)
+    except AgentError as error:
+        chat.show_error(error)
+        return EXIT_FAILED
+    finally:
+        await chat.close_session()
+    if not options.json:
+        err_console.print(Text(f"session {session.session_id}", style="dim"))
+    return _EXIT_CODES.get(outcome.status, EXIT_FAILED)
+
+
+async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) -> int:
+    console = Console(highlight=False)
+    chat = Chat(app, console, session)
+    console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
+    if resumed:
+        await chat.show_history()
+    prompt = build_prompt(data_dir() / HISTORY_FILE, [s.name for s in app.skills],
+                          [m.model_id for m in app.agent.models()])
+    while True:
+        try:
+            line = await prompt.prompt_async(PROMPT)
+        except (EOFError, KeyboardInterrupt):
+            break
+        if line.strip() and not await dispatch(chat, line):
+            break
+    await chat.close_session()
+    console.print(Text("bye", style="dim"))
+    return EXIT_OK

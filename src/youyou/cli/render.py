@@ -1,0 +1,243 @@
+"""Showing a turn's event stream: live in a terminal, plain in a pipe, or as JSON lines.
+
+In a terminal the answer is streamed raw into a transient Rich ``Live`` region and every
+finished paragraph is printed above it once, as Markdown: nothing already printed is redrawn,
+so long answers do not flicker and the scrollback keeps the rendered text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.text import Text
+
+from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.domain.errors import AgentError
+from youyou.domain.events import (
+    AgentEvent,
+    ContextCompacted,
+    ContextUsage,
+    ErrorEvent,
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnCancelled,
+    TurnComplete,
+)
+from youyou.domain.ledger import ToolOutput
+
+WARN_PERCENT = 70.0
+DANGER_PERCENT = 95.0
+_ARGS_MAX = 80
+_RESULT_MAX = 100
+_FENCE = "```"
+
+
+class TurnView(Protocol):
+    def handle(self, event: AgentEvent) -> None: ...
+
+    def close(self) -> None:
+        """Flush what is pending; called once the stream has ended (or was abandoned)."""
+
+
+def shorten(text: str, limit: int) -> str:
+    """First line, at most ``limit`` characters; an ellipsis marks anything cut."""
+    first, _, rest = text.strip().partition("\n")
+    if len(first) > limit:
+        return first[: limit - 1] + "…"
+    return first + (" …" if rest.strip() else "")
+
+
+def format_arguments(arguments: dict[str, Any]) -> str:
+    return shorten(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")), _ARGS_MAX)
+
+
+def tool_result_line(output: ToolOutput) -> str:
+    """What the UI shows of a result: the tool's display line if it gave one (``load_skill``)."""
+    display = (output.metadata or {}).get(DISPLAY_KEY)
+    return shorten(display if isinstance(display, str) else output.content, _RESULT_MAX)
+
+
+def context_line(usage: ContextUsage) -> Text:
+    style = "red bold" if usage.percent >= DANGER_PERCENT else (
+        "yellow" if usage.percent >= WARN_PERCENT else "dim")
+    return Text(f"context {usage.tokens:,} / {usage.window:,} tokens ({usage.percent:.1f} %)",
+                style=style)
+
+
+def error_text(code: str, message: str) -> Text:
+    return Text.assemble(("✗ ", "red bold"), (code, "red bold"), (f": {message}", "red"))
+
+
+def agent_error_text(error: AgentError) -> Text:
+    return error_text(str(error.code), error.message)
+
+
+def split_complete(text: str) -> tuple[str, str]:
+    """Split at the last blank line that is not inside a code fence: (finished, pending)."""
+    cut = text.rfind("\n\n")
+    while cut > 0:
+        if text.count(_FENCE, 0, cut) % 2 == 0:
+            return text[:cut], text[cut + 2 :]
+        cut = text.rfind("\n\n", 0, cut)
+    return "", text
+
+
+@dataclass(slots=True)
+class _RunningTool:
+    name: str
+    arguments: str
+    started: float = field(default_factory=time.monotonic)
+
+
+class RichTurnView:
+    """Terminal view: Markdown per finished paragraph, dim reasoning, spinners for tools."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._text = ""
+        self._reasoning = ""
+        self._tools: dict[str, _RunningTool] = {}
+        self._live = Live(console=console, transient=True, auto_refresh=True,
+                          refresh_per_second=10, redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
+
+    def handle(self, event: AgentEvent) -> None:
+        payload = event.payload
+        if isinstance(payload, TextDeltaEvent):
+            self._flush_reasoning(everything=True)
+            self._text += payload.text
+            self._flush_text(everything=False)
+        elif isinstance(payload, ReasoningDeltaEvent):
+            self._reasoning += payload.text
+            self._flush_reasoning(everything=False)
+        elif isinstance(payload, ToolCallStart):
+            self._flush_all()
+            self._tools[payload.call_id] = _RunningTool(
+                payload.tool_name, format_arguments(payload.arguments))
+        elif isinstance(payload, ToolCallEnd):
+            self._tool_ended(payload)
+        elif isinstance(payload, ContextCompacted):
+            self._flush_all()
+            self._print(Text(f"⟳ context compacted ({payload.mode}): history through message "
+                             f"#{payload.replaces_through_seq} is now a summary", style="cyan"))
+        elif isinstance(payload, TurnComplete):
+            self._flush_all()
+            if payload.context is not None:
+                self._print(context_line(payload.context))
+        elif isinstance(payload, TurnCancelled):
+            self._flush_all()
+            self._print(Text("⏹ cancelled: the answer above is incomplete", style="yellow"))
+        elif isinstance(payload, ErrorEvent):
+            self._flush_all()
+            text = error_text(payload.code, payload.message)
+            if not payload.fatal:
+                text.stylize("dim")
+            self._print(text)
+        self._live.update(self._pending(), refresh=True)
+
+    def close(self) -> None:
+        self._flush_all()
+        self._live.update(Text(""), refresh=True)
+        self._live.stop()
+
+    def _print(self, renderable: RenderableType) -> None:
+        self._live.console.print(renderable)
+
+    def _flush_text(self, *, everything: bool) -> None:
+        done, self._text = (self._text, "") if everything else split_complete(self._text)
+        if done.strip():
+            self._print(Markdown(done))
+
+    def _flush_reasoning(self, *, everything: bool) -> None:
+        done, self._reasoning = (
+            (self._reasoning, "") if everything else split_complete(self._reasoning))
+        if done.strip():
+            self._print(Text(done.strip(), style="dim italic"))
+
+    def _flush_all(self) -> None:
+        self._flush_reasoning(everything=True)
+        self._flush_text(everything=True)
+
+    def _tool_ended(self, payload: ToolCallEnd) -> None:
+        running = self._tools.pop(payload.call_id, None)
+        arguments = running.arguments if running else ""
+        mark = ("✗ ", "red") if payload.output.is_error else ("✓ ", "green")
+        self._print(Text.assemble(
+            "  ", mark, (payload.tool_name, "bold"), f" {arguments}",
+            (f" · {payload.duration_ms} ms", "dim"),
+            (" → ", "dim"), (tool_result_line(payload.output), "dim"),
+        ))
+
+    def _pending(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self._reasoning:
+            parts.append(Text(self._reasoning, style="dim italic"))
+        if self._text:
+            parts.append(Text(self._text))
+        now = time.monotonic()
+        parts.extend(
+            Spinner("dots", Text.assemble((tool.name, "bold"), f" {tool.arguments} ",
+                                          (f"{now - tool.started:.1f} s", "dim")))
+            for tool in self._tools.values()
+        )
+        return Group(*parts)
+
+
+class PlainTurnView:
+    """For pipes and scripts: the answer as it streams on stdout, everything else on stderr."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+        self._err = err or sys.stderr
+        self._open_line = False
+
+    def handle(self, event: AgentEvent) -> None:
+        payload = event.payload
+        if isinstance(payload, TextDeltaEvent):
+            self._out.write(payload.text)
+            self._out.flush()
+            self._open_line = not payload.text.endswith("\n")
+        elif isinstance(payload, ToolCallEnd):
+            flag = "error" if payload.output.is_error else "ok"
+            self._note(f"[tool {payload.tool_name} {flag} {payload.duration_ms} ms] "
+                       f"{tool_result_line(payload.output)}")
+        elif isinstance(payload, TurnCancelled):
+            self._note("[cancelled: the answer is incomplete]")
+        elif isinstance(payload, ErrorEvent):
+            self._note(f"{'error' if payload.fatal else 'warning'} {payload.code}: "
+                       f"{payload.message}")
+
+    def close(self) -> None:
+        if self._open_line:
+            self._out.write("\n")
+            self._out.flush()
+            self._open_line = False
+
+    def _note(self, line: str) -> None:
+        self.close()
+        self._err.write(line + "\n")
+        self._err.flush()
+
+
+class JsonTurnView:
+    """One JSON object per event (``AgentEvent.model_dump(mode="json")``)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+
+    def handle(self, event: AgentEvent) -> None:
+        self._out.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        self._out.flush()

@@ -1,0 +1,110 @@
+"""What every ``youyou`` command shares: settings, data directory, logging, exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from rich.console import Console
+
+from youyou.adapters.settings import ProviderType, Settings, load_settings
+from youyou.api.session import SessionHandle, UserInput
+from youyou.cli.render import TurnView, agent_error_text
+from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.turn import TurnOutcome
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+SKILLS_DIR_ENV = "YOUYOU_SKILLS_DIR"
+
+err_console = Console(stderr=True, highlight=False)
+
+
+def data_dir() -> Path:
+    """Per-user directory for the prompt history and the log file."""
+    path = Path(platformdirs.user_data_dir("youyou"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def setup_logging() -> None:
+    """Kernel warnings (a failed memory extraction…) go to a file, not into the chat."""
+    handler = logging.FileHandler(data_dir() / "youyou.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def read_settings(config: Path | None) -> Settings:
+    return load_settings(config)
+
+
+def is_offline_model(settings: Settings, model_id: str) -> bool:
+    """The built-in demo answers (a scripted provider without a script of its own)."""
+    return any(
+        provider.type is ProviderType.SCRIPTED and provider.script_path is None
+        and model_id in {m.model_id for m in provider.model_infos()}
+        for provider in settings.providers
+    )
+
+
+OFFLINE_NOTE = (
+    "Using the offline demo model. To chat with a real model, add a [[providers]] table to "
+    "youyou.toml and pass --config PATH or set YOUYOU_CONFIG (see docs/cli.md)."
+)
+
+
+@contextmanager
+def on_interrupt(callback: Callable[[], None]) -> Iterator[None]:
+    """Route Ctrl+C (SIGINT) to ``callback`` while the block runs, then restore the handler.
+
+    Where the loop cannot take signal handlers (Windows), Ctrl+C keeps its default effect.
+    """
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+    except (NotImplementedError, RuntimeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        with suppress(TypeError, ValueError):
+            signal.signal(signal.SIGINT, previous)
+
+
+async def run_turn(session: SessionHandle, user_input: UserInput, view: TurnView) -> TurnOutcome:
+    """Stream one turn into ``view``; Ctrl+C cancels it (the partial answer is kept).
+
+    A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
+    """
+    turn = await session.send_message(user_input)
+    with on_interrupt(turn.cancel):
+        try:
+            async for event in turn.events:
+                view.handle(event)
+        finally:
+            view.close()
+        return await turn.join()
+
+
+def run(main: Coroutine[Any, Any, int]) -> int:
+    """Run a command; a kernel error ends it with its code, never with a traceback."""
+    try:
+        return asyncio.run(main)
+    except AgentError as error:
+        err_console.print(agent_error_text(error))
+        return EXIT_CONFIG if error.code is ErrorCode.INVALID_CONFIG else EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

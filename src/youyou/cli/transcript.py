@@ -1,0 +1,125 @@
+"""Printing stored sessions: the catalog as a table, a ledger as a transcript."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from youyou.cli.render import format_arguments, shorten, tool_result_line
+from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.ledger import (
+    META_CONTEXT_COMPACTION,
+    AssistantMessage,
+    LedgerEvent,
+    MessageStatus,
+    Metadata,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from youyou.domain.memory import Memory
+from youyou.domain.session import SearchMode, SessionSearchQuery, SessionSummary
+from youyou.ports.session_storage import SessionStorage
+
+SHORT_ID = 8
+
+
+async def find_by_prefix(storage: SessionStorage, prefix: str) -> Sequence[SessionSummary]:
+    """Sessions whose id starts with ``prefix``; an exact id is the only match."""
+    found = await storage.find_sessions(SessionSearchQuery(SearchMode.ID_PREFIX, prefix.strip()),
+                                        20)
+    exact = [s for s in found if s.session_id == prefix.strip()]
+    return exact or found
+
+
+async def resolve_one(storage: SessionStorage, prefix: str, console: Console) -> str:
+    """The one session id for ``prefix``; none or several is SESSION_NOT_FOUND (listed)."""
+    if not prefix.strip():
+        raise _not_found("give a session id or an id prefix")
+    found = await find_by_prefix(storage, prefix)
+    if len(found) == 1:
+        return found[0].session_id
+    if not found:
+        raise _not_found(f"no session id starts with {prefix!r}")
+    console.print(sessions_table(found, full_ids=True))
+    raise _not_found(f"{len(found)} sessions start with {prefix!r}; give more characters")
+
+
+def _not_found(message: str) -> AgentError:
+    return AgentError(ErrorCode.SESSION_NOT_FOUND, message, source=ErrorSource.SESSION_SERVICE)
+
+
+def sessions_table(
+    items: Sequence[SessionSummary], *, full_ids: bool = False, current: str | None = None
+) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("id", no_wrap=True)
+    table.add_column("updated", style="dim", no_wrap=True)
+    table.add_column("msgs", justify="right")
+    table.add_column("title", overflow="fold")
+    for item in items:
+        marker = "*" if item.session_id == current else ""
+        shown = item.session_id if full_ids else item.session_id[:SHORT_ID]
+        table.add_row(shown + marker, item.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+                      str(item.message_count), item.title)
+    return table
+
+
+def memories_table(memories: Sequence[Memory]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("id", no_wrap=True, style="dim")
+    table.add_column("updated", style="dim", no_wrap=True)
+    table.add_column("memory", overflow="fold")
+    for memory in memories:
+        table.add_row(memory.id[:SHORT_ID],
+                      memory.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"), memory.content)
+    return table
+
+
+def _blocks_text(blocks: Sequence[ContentBlock]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            parts.append(f"[image {block.mime_type}]")
+        elif isinstance(block, FileContentBlock):
+            parts.append(f"[file {block.file_name or 'attachment'}: {len(block.text)} chars]")
+        else:
+            parts.append(block.text)
+    return "\n\n".join(parts)
+
+
+def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
+    """Messages in ledger order, tool calls under their turn, compaction boundaries marked."""
+    for event in events:
+        payload = event.payload
+        if isinstance(payload, UserMessage):
+            console.print(Text.assemble(("you ", "bold cyan"), (f"#{event.seq}", "dim")))
+            console.print(Text(_blocks_text(payload.content)))
+        elif isinstance(payload, AssistantMessage):
+            console.print(Text.assemble(("assistant ", "bold magenta"), (f"#{event.seq}", "dim")))
+            console.print(Markdown(_blocks_text(payload.content)))
+            if payload.status is MessageStatus.INCOMPLETE:
+                console.print(Text("(incomplete: cancelled)", style="yellow"))
+        elif isinstance(payload, ToolCall):
+            console.print(Text(f"  → {payload.call.tool_name} "
+                               f"{format_arguments(payload.call.effective_arguments)}",
+                               style="dim"))
+        elif isinstance(payload, ToolResult):
+            console.print(Text(f"  ← {tool_result_line(payload.result.output)}", style="dim"))
+        elif isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
+            console.print(Text(f"⟳ compacted through #{_through(payload)}: "
+                               f"{shorten(_summary_text(payload), 120)}", style="cyan"))
+
+
+def _through(payload: Metadata) -> object:
+    return payload.value.get("replaces_through_seq") if isinstance(payload.value, dict) else "?"
+
+
+def _summary_text(payload: Metadata) -> str:
+    value = payload.value.get("summary_body") if isinstance(payload.value, dict) else None
+    return value if isinstance(value, str) else ""
