@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Iterator
 
 import pytest
 
 from fakes.anthropic_server import AnthropicStream, FakeAnthropicServer, anthropic_error, text_reply
+from fakes.chat import FAST_RETRY, PNG_B64, cancel_after_first_text, collect, user
 from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
-from youyou.adapters.providers.errors import RetryPolicy
-from youyou.domain.cancel import CancellationToken
+from youyou.adapters.providers.base import Endpoint
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
     ChatError,
-    ChatEvent,
     ChatRequest,
     Done,
     FinishReason,
@@ -32,13 +30,6 @@ from youyou.domain.model import (
 from youyou.domain.tool import ToolDescriptor
 
 MODEL = ModelInfo(model_id="claude-test", display_name="Claude test", context_window=200_000)
-FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02)
-PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
-
-
-def user(*blocks: TextBlock | ImageBlock | FileContentBlock) -> ModelMessage:
-    return ModelMessage(role=ModelMessageRole.USER, content=blocks)
-
 
 def request(*messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = (),
             max_tokens: int | None = None) -> ChatRequest:
@@ -53,15 +44,10 @@ def server() -> Iterator[FakeAnthropicServer]:
         yield fake
 
 
-def provider_for(url: str, retry: RetryPolicy = FAST_RETRY) -> AnthropicProvider:
-    return AnthropicProvider(provider_id="anthropic", models=[MODEL], base_url=url,
-                             api_key="sk-ant-test", retry=retry, timeout_s=10,
-                             headers={"anthropic-beta": "fake-beta"})
-
-
-async def collect(provider: AnthropicProvider, req: ChatRequest,
-                  cancel: CancellationToken | None = None) -> list[ChatEvent]:
-    return [event async for event in provider.chat(req, cancel or CancellationToken())]
+def provider_for(url: str) -> AnthropicProvider:
+    endpoint = Endpoint(base_url=url, api_key="sk-ant-test", timeout_s=10, retry=FAST_RETRY,
+                        headers={"anthropic-beta": "fake-beta"})
+    return AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint)
 
 
 async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:
@@ -251,16 +237,9 @@ async def test_broken_stream_is_a_transport_error(server: FakeAnthropicServer) -
 
 async def test_cancellation_closes_the_http_stream(server: FakeAnthropicServer) -> None:
     server.enqueue(AnthropicStream().text("Hello", " there", delay_s=30).stop().reply())
-    cancel = CancellationToken()
-    events: list[ChatEvent] = []
 
-    async def consume() -> None:
-        async for event in provider_for(server.base_url).chat(request(), cancel):
-            events.append(event)
-            if isinstance(event, TextDelta):
-                cancel.cancel()
-
-    await asyncio.wait_for(consume(), timeout=5)
+    events = await asyncio.wait_for(
+        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5)
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
     assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)

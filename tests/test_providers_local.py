@@ -18,9 +18,10 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="optional extra 'local' (llama-cpp-python) not installed")
 
+from fakes.chat import cancel_after_first_text, collect
+from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
-from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import TextBlock
 from youyou.domain.model import (
     ChatEvent,
@@ -45,19 +46,6 @@ def ask(text: str, max_tokens: int) -> ChatRequest:
     )
 
 
-async def stream_until(
-    provider: LocalLlamaProvider | OpenAICompatProvider, request: ChatRequest,
-    cancel_after_text: bool = False,
-) -> list[ChatEvent]:
-    cancel = CancellationToken()
-    events: list[ChatEvent] = []
-    async for event in provider.chat(request, cancel):
-        events.append(event)
-        if cancel_after_text and isinstance(event, TextDelta):
-            cancel.cancel()
-    return events
-
-
 def assert_answer(events: list[ChatEvent], max_tokens: int, *, usage: bool = True) -> None:
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text.strip(), events
@@ -78,21 +66,21 @@ def in_process() -> LocalLlamaProvider:
 
 
 async def test_in_process_model_streams_an_answer(in_process: LocalLlamaProvider) -> None:
-    events = await stream_until(in_process, ask("Name a colour.", 12))
+    events = await collect(in_process, ask("Name a colour.", 12))
 
     assert_answer(events, 12)
 
 
 async def test_in_process_generation_stops_on_cancel(in_process: LocalLlamaProvider) -> None:
     events = await asyncio.wait_for(
-        stream_until(in_process, ask("Write a long story about a cat.", 400), True), timeout=60
+        cancel_after_first_text(in_process, ask("Write a long story about a cat.", 400)), timeout=60
     )
 
     assert isinstance(events[0], TextDelta)
     assert events[-1] == Done(finish_reason=FinishReason.CANCELLED)
     assert len(events) < 20
     # The worker released the model: the next request runs normally.
-    assert_answer(await stream_until(in_process, ask("Say yes.", 4)), 4)
+    assert_answer(await collect(in_process, ask("Say yes.", 4)), 4)
 
 
 def _free_port() -> int:
@@ -134,24 +122,24 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def test_openai_provider_against_llama_cpp_server(llama_server: str) -> None:
-    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL], base_url=llama_server,
-                                    timeout_s=120)
+    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL],
+                                    endpoint=Endpoint(base_url=llama_server, timeout_s=120))
 
-    events = await stream_until(provider, ask("Name a fruit.", 12))
+    events = await collect(provider, ask("Name a fruit.", 12))
 
     assert_answer(events, 12, usage=False)
     await provider.close()
 
 
 async def test_cancel_against_llama_cpp_server_then_serve_again(llama_server: str) -> None:
-    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL], base_url=llama_server,
-                                    timeout_s=120)
+    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL],
+                                    endpoint=Endpoint(base_url=llama_server, timeout_s=120))
 
     events = await asyncio.wait_for(
-        stream_until(provider, ask("Write a long story about a dog.", 400), True), timeout=60
+        cancel_after_first_text(provider, ask("Write a long story about a dog.", 400)), timeout=60
     )
 
     assert isinstance(events[0], TextDelta)
     assert events[-1] == Done(finish_reason=FinishReason.CANCELLED)
-    assert_answer(await stream_until(provider, ask("Say yes.", 4)), 4, usage=False)
+    assert_answer(await collect(provider, ask("Say yes.", 4)), 4, usage=False)
     await provider.close()

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import socket
 from collections.abc import Iterator
 
 import pytest
 
+from fakes.chat import FAST_RETRY, PNG_B64, cancel_after_first_text, collect, user
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
+from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
     ChatError,
-    ChatEvent,
     ChatRequest,
     Done,
     FinishReason,
@@ -34,13 +34,6 @@ from youyou.domain.model import (
 from youyou.domain.tool import ToolDescriptor
 
 MODEL = ModelInfo(model_id="gpt-test", display_name="GPT test", context_window=8000)
-FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02)
-PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
-
-
-def user(*blocks: TextBlock | ImageBlock | FileContentBlock) -> ModelMessage:
-    return ModelMessage(role=ModelMessageRole.USER, content=blocks)
-
 
 def request(*messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = ()) -> ChatRequest:
     return ChatRequest(
@@ -58,18 +51,13 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def provider_for(
-    url: str, retry: RetryPolicy = FAST_RETRY, **kwargs: object
+    url: str, retry: RetryPolicy = FAST_RETRY, *, headers: dict[str, str] | None = None,
+    stream_usage: bool = True,
 ) -> OpenAICompatProvider:
-    return OpenAICompatProvider(
-        provider_id="openai", models=[MODEL], base_url=url, api_key="sk-test",
-        retry=retry, timeout_s=10, **kwargs,  # type: ignore[arg-type]
-    )
-
-
-async def collect(
-    provider: OpenAICompatProvider, req: ChatRequest, cancel: CancellationToken | None = None
-) -> list[ChatEvent]:
-    return [event async for event in provider.chat(req, cancel or CancellationToken())]
+    endpoint = Endpoint(base_url=url, api_key="sk-test", headers=headers or {}, timeout_s=10,
+                        retry=retry)
+    return OpenAICompatProvider(provider_id="openai", models=[MODEL], endpoint=endpoint,
+                                stream_usage=stream_usage)
 
 
 async def test_text_streams_in_order_with_usage(server: FakeOpenAIServer) -> None:
@@ -293,16 +281,9 @@ async def test_stream_without_finish_reason_is_an_error(server: FakeOpenAIServer
 
 async def test_cancellation_closes_the_http_stream(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("Hello", " world", delay_s=30).finish().reply())
-    cancel = CancellationToken()
-    events: list[ChatEvent] = []
 
-    async def consume() -> None:
-        async for event in provider_for(server.base_url).chat(request(), cancel):
-            events.append(event)
-            if event == TextDelta(text="Hello"):
-                cancel.cancel()
-
-    await asyncio.wait_for(consume(), timeout=5)
+    events = await asyncio.wait_for(
+        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5)
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
     assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Self
 
-from fakes.http_server import SSE, Abort, Delay, FakeHTTPServer, JSONReply, StreamReply
+from fakes.http_server import SSE, FakeHTTPServer, JSONReply, StreamBuilder, StreamReply
 
 
 class FakeAnthropicServer(FakeHTTPServer):
@@ -22,13 +22,13 @@ class FakeAnthropicServer(FakeHTTPServer):
         return self.url
 
 
-class AnthropicStream:
+class AnthropicStream(StreamBuilder):
     """Builds one streamed message; each content method adds one complete block."""
 
     def __init__(
         self, model: str = "claude-fake", input_tokens: int = 10, cache_read_tokens: int = 0
     ) -> None:
-        self._parts: list[SSE | Delay | Abort] = []
+        super().__init__()
         self._index = 0
         self._event("message_start", message={
             "id": "msg_fake", "type": "message", "role": "assistant", "content": [],
@@ -76,16 +76,6 @@ class AnthropicStream:
 
     def error(self, error_type: str, message: str) -> Self:
         return self._event("error", error={"type": error_type, "message": message})
-
-    def delay(self, seconds: float) -> Self:
-        self._parts.append(Delay(seconds))
-        return self
-
-    def abort(self) -> StreamReply:
-        return StreamReply((*self._parts, Abort()))
-
-    def reply(self) -> StreamReply:
-        return StreamReply(tuple(self._parts))
 
 
 def text_reply(*pieces: str, input_tokens: int = 10, output_tokens: int = 5) -> StreamReply:

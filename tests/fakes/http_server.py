@@ -68,6 +68,24 @@ class RecordedRequest:
         return json.loads(self.body)
 
 
+class StreamBuilder:
+    """Base of the wire-format builders: parts in call order, delays, a broken ending."""
+
+    def __init__(self) -> None:
+        self._parts: list[SSE | Delay | Abort] = []
+
+    def delay(self, seconds: float) -> Self:
+        self._parts.append(Delay(seconds))
+        return self
+
+    def abort(self) -> StreamReply:
+        """End the reply by dropping the connection mid-body."""
+        return StreamReply((*self._parts, Abort()))
+
+    def reply(self) -> StreamReply:
+        return StreamReply(tuple(self._parts))
+
+
 Reply = StreamReply | JSONReply
 ReplySource = Reply | Callable[[RecordedRequest], Reply]
 

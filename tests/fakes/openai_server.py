@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Self
 
-from fakes.http_server import SSE, Abort, Delay, FakeHTTPServer, JSONReply, StreamReply
+from fakes.http_server import SSE, FakeHTTPServer, JSONReply, StreamBuilder, StreamReply
 
 
 class FakeOpenAIServer(FakeHTTPServer):
@@ -21,13 +21,13 @@ class FakeOpenAIServer(FakeHTTPServer):
         return f"{self.url}/v1"
 
 
-class OpenAIStream:
+class OpenAIStream(StreamBuilder):
     """Builds one streamed completion, chunk by chunk, in the order of the calls."""
 
     def __init__(self, model: str = "fake-model", completion_id: str = "chatcmpl-fake") -> None:
+        super().__init__()
         self._model = model
         self._id = completion_id
-        self._parts: list[SSE | Delay | Abort] = []
         self._delta({"role": "assistant", "content": ""})
 
     def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> Self:
@@ -94,14 +94,6 @@ class OpenAIStream:
         self._parts.append(SSE(json.dumps({"error": {"message": message, "type": error_type,
                                                      "param": None, "code": None}})))
         return self
-
-    def delay(self, seconds: float) -> Self:
-        self._parts.append(Delay(seconds))
-        return self
-
-    def abort(self) -> StreamReply:
-        """End the reply by dropping the connection mid-body."""
-        return StreamReply((*self._parts, Abort()))
 
     def reply(self) -> StreamReply:
         return StreamReply((*self._parts, SSE("[DONE]")))

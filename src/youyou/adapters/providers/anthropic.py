@@ -7,7 +7,7 @@ messages of one role (e.g. several tool results) are merged into a single messag
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,16 +16,18 @@ from anthropic import AsyncAnthropic
 from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
 from anthropic.types import Usage as AnthropicUsage
 
+from youyou.adapters.providers.base import (
+    NO_API_KEY,
+    Endpoint,
+    StreamingProvider,
+    file_block_text,
+)
 from youyou.adapters.providers.errors import (
     IncompleteStream,
-    RetryPolicy,
     classify_http_error,
-    drive_stream,
     parse_tool_arguments,
     transport_error,
 )
-from youyou.adapters.providers.openai_compat import NO_API_KEY, file_block_text
-from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
     ChatEvent,
@@ -205,7 +207,7 @@ def _classify(exc: Exception) -> ProviderError:
     return transport_error(f"{type(exc).__name__}: {exc}")
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingProvider):
     """A ``ModelProvider`` over the Anthropic Messages API (or a compatible gateway)."""
 
     def __init__(
@@ -213,45 +215,29 @@ class AnthropicProvider:
         *,
         provider_id: str,
         models: Sequence[ModelInfo],
-        base_url: str | None = None,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout_s: float = 60.0,
-        retry: RetryPolicy | None = None,
+        endpoint: Endpoint | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        api_model_names: Mapping[str, str] | None = None,
     ) -> None:
-        self._provider_id = provider_id
-        self._models = tuple(models)
-        self._retry = retry or RetryPolicy()
+        endpoint = endpoint or Endpoint()
+        super().__init__(provider_id=provider_id, models=models, retry=endpoint.retry,
+                         api_model_names=endpoint.api_model_names)
         self._max_tokens = max_tokens
-        self._api_names = dict(api_model_names or {})
-        # Retries are ours (only before the first token), so the SDK's are off.
         self._client = AsyncAnthropic(
-            api_key=api_key or NO_API_KEY,
-            base_url=base_url,
-            default_headers=dict(headers or {}),
-            timeout=timeout_s,
+            api_key=endpoint.api_key or NO_API_KEY,
+            base_url=endpoint.base_url,
+            default_headers=dict(endpoint.headers),
+            timeout=endpoint.timeout_s,
             max_retries=0,
         )
 
-    @property
-    def provider_id(self) -> str:
-        return self._provider_id
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
-        params = build_params(
-            request,
-            self._api_names.get(request.model_id, request.model_id),
-            max_tokens=self._max_tokens,
-        )
-        return drive_stream(lambda: self._attempt(params), _classify, self._retry, cancel)
-
     async def close(self) -> None:
         await self._client.close()
+
+    def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
+        return build_params(request, api_model, max_tokens=self._max_tokens)
+
+    def _classify(self, exc: Exception) -> ProviderError:
+        return _classify(exc)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         stream = await self._client.messages.create(**params, stream=True)

@@ -4,32 +4,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
 
 from youyou.adapters.providers.anthropic import AnthropicProvider
+from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.adapters.providers.scripted import ScriptedProvider
 from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.model import ModelInfo
 from youyou.ports.model_provider import ModelProvider
-
-
-class _HTTPOptions(TypedDict):
-    """Constructor arguments both HTTP providers share."""
-
-    provider_id: str
-    models: Sequence[ModelInfo]
-    base_url: str | None
-    api_key: str | None
-    headers: Mapping[str, str]
-    timeout_s: float
-    retry: RetryPolicy
-    api_model_names: Mapping[str, str]
 
 
 def _invalid(message: str) -> AgentError:
@@ -63,22 +49,20 @@ def build_provider(
         return ScriptedProvider.demo(provider_id=provider.id, models=models)
     if provider.type is ProviderType.LOCAL:
         return _local_provider(provider, index)
-    retry = RetryPolicy(max_attempts=provider.max_attempts,
-                        base_delay_s=provider.retry_base_delay_s)
-    api_names = {m.id: m.api_name for m in provider.models if m.api_name}
-    common: _HTTPOptions = {
-        "provider_id": provider.id,
-        "models": models,
-        "base_url": provider.base_url,
-        "api_key": resolve_api_key(provider, index, environ),
-        "headers": provider.headers,
-        "timeout_s": provider.timeout_s,
-        "retry": retry,
-        "api_model_names": api_names,
-    }
+    endpoint = Endpoint(
+        base_url=provider.base_url,
+        api_key=resolve_api_key(provider, index, environ),
+        headers=provider.headers,
+        timeout_s=provider.timeout_s,
+        retry=RetryPolicy(max_attempts=provider.max_attempts,
+                          base_delay_s=provider.retry_base_delay_s),
+        api_model_names={m.id: m.api_name for m in provider.models if m.api_name},
+    )
     if provider.type is ProviderType.ANTHROPIC:
-        return AnthropicProvider(**common, max_tokens=provider.max_tokens)
-    return OpenAICompatProvider(**common, stream_usage=provider.stream_usage)
+        return AnthropicProvider(provider_id=provider.id, models=models, endpoint=endpoint,
+                                 max_tokens=provider.max_tokens)
+    return OpenAICompatProvider(provider_id=provider.id, models=models, endpoint=endpoint,
+                                stream_usage=provider.stream_usage)
 
 
 def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:

