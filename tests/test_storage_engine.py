@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,14 @@ async def test_downgrade_to_base_removes_the_schema(db_url: str) -> None:
         await engine.dispose()
     assert tables == {VERSION_TABLE}
     assert count == 0
+
+
+async def test_concurrent_upgrades_of_a_fresh_database_both_succeed(db_url: str) -> None:
+    await asyncio.gather(*(upgrade_database(db_url) for _ in range(3)))
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            state = await conn.run_sync(_schema_state)
+    finally:
+        await engine.dispose()
+    assert state["revision"] == "0001" and state["diff"] == []
