@@ -17,7 +17,6 @@ from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
 from anthropic.types import Usage as AnthropicUsage
 
 from youyou.adapters.providers.base import (
-    NO_API_KEY,
     Endpoint,
     StreamingProvider,
     file_block_text,
@@ -26,6 +25,7 @@ from youyou.adapters.providers.errors import (
     IncompleteStream,
     classify_http_error,
     parse_tool_arguments,
+    stream_failure,
     transport_error,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -202,9 +202,7 @@ def _classify(exc: Exception) -> ProviderError:
         # An ``error`` event inside an open stream arrives with the stream's 200 status.
         status = exc.status_code if exc.status_code >= 400 else None
         return classify_http_error(status, message, code=exc.error_code, error_type=exc.type)
-    if isinstance(exc, IncompleteStream):
-        return transport_error(str(exc))
-    return transport_error(f"{type(exc).__name__}: {exc}")
+    return stream_failure(exc)
 
 
 class AnthropicProvider(StreamingProvider):
@@ -218,26 +216,16 @@ class AnthropicProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        endpoint = endpoint or Endpoint()
-        super().__init__(provider_id=provider_id, models=models, retry=endpoint.retry,
-                         api_model_names=endpoint.api_model_names)
+        super().__init__(provider_id=provider_id, models=models,
+                         endpoint=endpoint or Endpoint(), classify=_classify)
         self._max_tokens = max_tokens
-        self._client = AsyncAnthropic(
-            api_key=endpoint.api_key or NO_API_KEY,
-            base_url=endpoint.base_url,
-            default_headers=dict(endpoint.headers),
-            timeout=endpoint.timeout_s,
-            max_retries=0,
-        )
+        self._client = AsyncAnthropic(**self._endpoint.client_options())
 
     async def close(self) -> None:
         await self._client.close()
 
     def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
         return build_params(request, api_model, max_tokens=self._max_tokens)
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        return _classify(exc)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         stream = await self._client.messages.create(**params, stream=True)

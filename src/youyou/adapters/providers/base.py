@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from youyou.adapters.providers.errors import RetryPolicy, drive_stream
+from youyou.adapters.providers.errors import Classify, RetryPolicy, drive_stream
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock
-from youyou.domain.model import ChatEvent, ChatRequest, ModelInfo, ProviderError
+from youyou.domain.model import ChatEvent, ChatRequest, ModelInfo
 
 NO_API_KEY = "no-key"
 """Sent when no key is configured: local servers ignore it, the SDKs insist on one."""
@@ -30,6 +30,16 @@ class Endpoint:
     api_model_names: Mapping[str, str] = field(default_factory=dict)
     """Our model id → the name the API knows (model ids must be unique across providers)."""
 
+    def client_options(self) -> dict[str, Any]:
+        """Constructor arguments of ``AsyncOpenAI`` and ``AsyncAnthropic`` alike."""
+        return {
+            "api_key": self.api_key or NO_API_KEY,
+            "base_url": self.base_url,
+            "default_headers": dict(self.headers),
+            "timeout": self.timeout_s,
+            "max_retries": 0,
+        }
+
 
 def file_block_text(block: FileContentBlock) -> str:
     """File text travels as plain text, headed by its name so the model can cite it."""
@@ -37,21 +47,21 @@ def file_block_text(block: FileContentBlock) -> str:
 
 
 class StreamingProvider(ABC):
-    """A ``ModelProvider`` whose subclasses only build the request body, run one attempt and
-    classify their SDK's exceptions."""
+    """A ``ModelProvider`` whose subclasses only build the request body and run one attempt;
+    ``classify`` maps their SDK's exceptions to ``ProviderError``."""
 
     def __init__(
         self,
         *,
         provider_id: str,
         models: Sequence[ModelInfo],
-        retry: RetryPolicy,
-        api_model_names: Mapping[str, str] | None = None,
+        endpoint: Endpoint,
+        classify: Classify,
     ) -> None:
         self._provider_id = provider_id
         self._models = tuple(models)
-        self._retry = retry
-        self._api_names = dict(api_model_names or {})
+        self._endpoint = endpoint
+        self._classify = classify
 
     @property
     def provider_id(self) -> str:
@@ -61,8 +71,10 @@ class StreamingProvider(ABC):
         return self._models
 
     def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
-        params = self._params(request, self._api_names.get(request.model_id, request.model_id))
-        return drive_stream(lambda: self._attempt(params), self._classify, self._retry, cancel)
+        names = self._endpoint.api_model_names
+        params = self._params(request, names.get(request.model_id, request.model_id))
+        retry = self._endpoint.retry
+        return drive_stream(lambda: self._attempt(params), self._classify, retry, cancel)
 
     @abstractmethod
     def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
@@ -71,7 +83,3 @@ class StreamingProvider(ABC):
     @abstractmethod
     def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         """Open one stream, translate it, close it in ``finally``."""
-
-    @abstractmethod
-    def _classify(self, exc: Exception) -> ProviderError:
-        """Map an exception of this SDK to a ``ProviderError``."""

@@ -95,6 +95,13 @@ class IncompleteStream(Exception):
     """The server closed a stream cleanly but before saying how the response finished."""
 
 
+def stream_failure(exc: Exception) -> ProviderError:
+    """Anything else that broke a stream (truncated body, undecodable chunk, early end)."""
+    if isinstance(exc, IncompleteStream):
+        return transport_error(str(exc))
+    return transport_error(f"{type(exc).__name__}: {exc}")
+
+
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
     """Parse streamed JSON arguments; never raises (see ``INVALID_ARGUMENTS_KEY``)."""
     if not raw.strip():

