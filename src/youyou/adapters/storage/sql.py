@@ -15,6 +15,7 @@ from sqlalchemy import Row, Select, and_, delete, select, tuple_, union
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.catalog import (
     check_limit,
@@ -64,8 +65,7 @@ class SqlSessionStorage:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
-        self._insert = dialect.insert
+        self._postgresql = engine.dialect.name == "postgresql"
 
     @classmethod
     async def open(cls, url: str) -> SqlSessionStorage:
@@ -121,7 +121,9 @@ class SqlSessionStorage:
                 )
             )
 
-    def _upsert_session(self, session_id: str, event: LedgerEvent, summary: SessionSummary) -> Any:
+    def _upsert_session(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> Executable:
         values: dict[str, Any] = {
             "title": summary.title,
             "title_folded": fold(summary.title),
@@ -133,7 +135,9 @@ class SqlSessionStorage:
         slot = head_slot(event)
         if slot is not None:
             values[_SLOT_COLUMNS[slot].name] = event.seq
-        stmt = self._insert(sessions).values(id=session_id, **values)
+        stmt: postgresql.Insert | sqlite.Insert = (
+            postgresql.insert(sessions) if self._postgresql else sqlite.insert(sessions)
+        ).values(id=session_id, **values)
         return stmt.on_conflict_do_update(
             index_elements=[sessions.c.id],
             set_={name: stmt.excluded[name] for name in values},
