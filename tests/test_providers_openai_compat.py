@@ -310,3 +310,13 @@ async def test_cancellation_interrupts_the_backoff(server: FakeOpenAIServer) -> 
     assert events == [Done(finish_reason=FinishReason.CANCELLED)]
     assert len(server.requests) == 1
 
+
+
+async def test_abandoning_the_stream_closes_the_connection(server: FakeOpenAIServer) -> None:
+    server.enqueue(OpenAIStream().text("Hello", " world", delay_s=30).finish().reply())
+    stream = provider_for(server.base_url).chat(request(), CancellationToken())
+
+    assert await anext(stream) == TextDelta(text="Hello")
+    await stream.aclose()  # type: ignore[attr-defined]
+
+    assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)

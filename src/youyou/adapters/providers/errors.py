@@ -36,7 +36,8 @@ result back to the model instead of the turn crashing."""
 
 _CONTEXT_PATTERNS = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|"
-    r"prompt is too long|too many tokens|exceeds? the (?:model'?s? )?(?:maximum )?context|"
+    r"prompt is too long|too many tokens|exceeds? the (?:available |model'?s? )?"
+    r"(?:maximum )?context|exceeds the maximum number of tokens|"
     r"input (?:is )?too long|reduce the length of the messages",
     re.IGNORECASE,
 )
