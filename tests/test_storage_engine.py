@@ -87,15 +87,19 @@ def _schema_state(conn: Connection) -> dict[str, Any]:
     }
 
 
+async def _state_of(url: str) -> dict[str, Any]:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(_schema_state)
+    finally:
+        await engine.dispose()
+
+
 async def test_upgrade_builds_the_declared_schema_and_is_idempotent(db_url: str) -> None:
     await upgrade_database(db_url)
     await upgrade_database(db_url)
-    engine = create_engine(db_url)
-    try:
-        async with engine.connect() as conn:
-            state = await conn.run_sync(_schema_state)
-    finally:
-        await engine.dispose()
+    state = await _state_of(db_url)
     assert state["revision"] == "0001"
     assert state["diff"] == []
     assert "ix_sessions_recent" in state["indexes"]
@@ -121,10 +125,5 @@ async def test_downgrade_to_base_removes_the_schema(db_url: str) -> None:
 
 async def test_concurrent_upgrades_of_a_fresh_database_both_succeed(db_url: str) -> None:
     await asyncio.gather(*(upgrade_database(db_url) for _ in range(3)))
-    engine = create_engine(db_url)
-    try:
-        async with engine.connect() as conn:
-            state = await conn.run_sync(_schema_state)
-    finally:
-        await engine.dispose()
+    state = await _state_of(db_url)
     assert state["revision"] == "0001" and state["diff"] == []

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from youyou.adapters.storage.errors import invalid_query
+from youyou.adapters.storage.errors import invalid_query, storage_error
+from youyou.domain.errors import AgentError
 from youyou.domain.session import SearchMode, SessionPage, SessionSearchQuery, SessionSummary
 
 _MAX_CODE_POINT = 0x10FFFF
@@ -28,6 +29,18 @@ class SortKey:
     @classmethod
     def of(cls, summary: SessionSummary) -> SortKey:
         return cls(summary.updated_at.astimezone(UTC), summary.session_id)
+
+
+def append_action(session_id: str, seq: int, summary: SessionSummary) -> str:
+    """The label of an append for its errors; refuses a summary of another session."""
+    action = f"appending event {seq} to session {session_id!r}"
+    if summary.session_id != session_id:
+        raise storage_error(f"{action}: summary is for session {summary.session_id!r}")
+    return action
+
+
+def seq_conflict(action: str) -> AgentError:
+    return storage_error(f"{action}: seq does not follow the session's last seq")
 
 
 def check_limit(limit: int) -> None:

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 
 from youyou.adapters.storage.catalog import (
     SortKey,
+    append_action,
     check_limit,
     decode_cursor,
     matches,
     page_of,
+    seq_conflict,
 )
 from youyou.adapters.storage.codec import HeadSlot, decode_event, encode_event, head_slot
 from youyou.adapters.storage.errors import session_not_found, storage_error
@@ -53,15 +55,13 @@ class InMemorySessionStorage:
     async def append_event(
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> None:
-        action = f"appending event {event.seq} to session {session_id!r}"
-        if summary.session_id != session_id:
-            raise storage_error(f"{action}: summary is for session {summary.session_id!r}")
+        action = append_action(session_id, event.seq, summary)
         stored = _StoredEvent(event.seq, encode_event(event), event.schema_version)
         session = self._sessions.get(session_id)
         if session is None:
             session = self._sessions[session_id] = _Session(summary)
         elif session.events and session.events[-1].seq >= event.seq:
-            raise storage_error(f"{action}: seq does not follow the session's last seq")
+            raise seq_conflict(action)
         session.summary = summary
         session.events.append(stored)
         slot = head_slot(event)

@@ -18,11 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.catalog import (
+    append_action,
     check_limit,
     decode_cursor,
     fold,
     page_of,
     prefix_upper_bound,
+    seq_conflict,
 )
 from youyou.adapters.storage.codec import (
     HeadSlot,
@@ -101,14 +103,12 @@ class SqlSessionStorage:
     async def append_event(
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> None:
-        action = f"appending event {event.seq} to session {session_id!r}"
-        if summary.session_id != session_id:
-            raise storage_error(f"{action}: summary is for session {summary.session_id!r}")
+        action = append_action(session_id, event.seq, summary)
         document = encode_event(event)
         async with self._transaction(action, write=True) as conn:
             result = await conn.execute(self._upsert_session(session_id, event, summary))
             if result.rowcount != 1:
-                raise storage_error(f"{action}: seq does not follow the session's last seq")
+                raise seq_conflict(action)
             await conn.execute(
                 ledger_events.insert().values(
                     session_id=session_id,
