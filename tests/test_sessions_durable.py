@@ -50,7 +50,7 @@ from youyou.domain.session import (
     SessionSearchQuery,
     SessionSummary,
 )
-from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER
+from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER, TOOL_INTERRUPTED
 
 M1, M2 = model("m1", window=2_000), model("m2", window=2_000)
 # Manual compaction keeps the scripts deterministic; a low threshold makes truncation bite.
@@ -288,10 +288,11 @@ class Snapshot:
 
 async def live_and_resumed(
     db_url: str, responses: Sequence[ResponseSource], prepare: Prepare,
-    extra: Callable[[AgentBuilder], AgentBuilder] = lambda b: b, **agent_kwargs: Any
+    extra: Callable[[AgentBuilder], AgentBuilder] = lambda b: b,
+    follow_up: Sequence[ResponseSource] = (text("the next answer"),), **agent_kwargs: Any
 ) -> tuple[Snapshot, Snapshot]:
-    """Run ``prepare`` then one more turn, live; and again with a resume in between."""
-    answer = text("the next answer")
+    """Run ``prepare`` then one more turn (``follow_up`` responses), live; and again with a
+    resume in between."""
 
     async def snapshot(session: SessionHandle, requests: list[ChatRequest]) -> Snapshot:
         visible = session.visible_messages()
@@ -304,7 +305,7 @@ async def live_and_resumed(
         await SqlSessionStorage.open(db_url) for _ in range(3)]
     try:
         live_agent, live_provider = await build_agent(
-            [*responses, answer], configure=with_storage(live_storage, extra), **agent_kwargs)
+            [*responses, *follow_up], configure=with_storage(live_storage, extra), **agent_kwargs)
         live = await live_agent.new_session()
         await prepare(live)
         live_snapshot = await snapshot(live, live_provider.requests)
@@ -315,14 +316,15 @@ async def live_and_resumed(
         await prepare(twin)
         await twin.close()
         fresh_agent, fresh_provider = await build_agent(
-            [answer], configure=with_storage(fresh_storage, extra), **agent_kwargs)
+            follow_up, configure=with_storage(fresh_storage, extra), **agent_kwargs)
         resumed = await fresh_agent.resume_session(twin.session_id)
         assert resumed.latest_compaction == twin.latest_compaction
         resumed_snapshot = await snapshot(resumed, fresh_provider.requests)
         events = await fresh_storage.load_events(twin.session_id)
         assert_contiguous(events)
-        assert len(events) == len(twin.events) + 2  # the new turn continues the ledger
-        assert resumed.events[-2].seq == twin.events[-1].seq + 1
+        new = events[len(twin.events):]  # the new turn continues the ledger
+        assert new[0].seq == twin.events[-1].seq + 1
+        assert [e.payload.kind for e in new][-2:] == ["user_message", "assistant_message"]
         return live_snapshot, resumed_snapshot
     finally:
         for opened in (live_storage, twin_storage, fresh_storage):
@@ -374,21 +376,30 @@ async def test_resume_after_summary_compaction_matches_live(db_url: str) -> None
     assert len(live.visible) == 3  # summary + the last question and answer
 
 
+def answer_or_fail_summaries(request: ChatRequest) -> ScriptedResponse:
+    """Answers each question by its number; every summary request fails (→ truncation)."""
+    last = request.messages[-1].content[0]
+    assert isinstance(last, TextBlock)
+    if last.text.startswith("Previous summary"):
+        return ScriptedResponse.error(ProviderErrorKind.PROVIDER, "summarizer down")
+    return text(f"answer to {last.text.split()[1]} {LONG}", chunks=3)
+
+
 async def test_resume_after_truncation_compaction_matches_live(db_url: str) -> None:
-    failing_summary = ScriptedResponse.error(ProviderErrorKind.PROVIDER, "summarizer down")
-    responses = [*conversation(6), failing_summary, *conversation(1)]
+    # automatic compaction at 70 % of the window keeps the newest messages that fit
+    config = AgentConfig(default_model="m1",
+                         compaction=CompactionPolicy(mode=MemoryMode.CONTEXT_PERCENT))
 
     async def prepare(session: SessionHandle) -> None:
-        await talk(session, 0, 6)
-        await session.compact()
-        await talk(session, 6, 1)
+        await talk(session, 0, 12)
         record = session.latest_compaction
         assert record is not None and record.mode is CompactionMode.TRUNCATION_FALLBACK
         kept = session.visible_messages()
-        assert 2 < len(kept) < 14 and kept[0].source_seq == record.replaces_through_seq + 1
+        assert len(kept) > 4 and kept[0].source_seq == record.replaces_through_seq + 1
 
-    live, resumed = await live_and_resumed(db_url, responses, prepare, models=(M1,),
-                                           config=CONFIG)
+    live, resumed = await live_and_resumed(
+        db_url, [answer_or_fail_summaries] * 30, prepare,
+        follow_up=[answer_or_fail_summaries] * 2, models=(M1,), config=config)
     assert_same(live, resumed)
 
 
@@ -482,3 +493,30 @@ async def test_resume_with_a_vanished_model_is_model_not_supported(db_url: str) 
     finally:
         await first.close()
         await second.close()
+
+
+async def test_resume_answers_tool_calls_left_without_results(storage: SqlSessionStorage) -> None:
+    proxy = ProxyStorage(storage)
+    proxy.fail_append = lambda event: event.payload.kind == "tool_result"
+    tool = RecordingTool("lookup")
+    calls = ScriptedResponse.tool_calls([("c1", "lookup", {"x": 1}), ("c2", "lookup", {"x": 2})])
+    agent, _ = await build_agent([calls], models=(M1,), config=CONFIG, tools=[tool],
+                                 configure=with_storage(proxy))
+    session = await agent.new_session()
+    outcome = await (await session.send_message("look it up")).join()
+    assert outcome.error is not None and outcome.error.code is ErrorCode.STORAGE_ERROR
+    await session.close()
+    durable = await storage.load_events(session.session_id)
+    assert [e.payload.kind for e in durable][-2:] == ["tool_call", "tool_call"]
+
+    fresh, provider = await build_agent([text("sorry, the lookup was interrupted")],
+                                        models=(M1,), config=CONFIG, tools=[tool],
+                                        configure=with_storage(storage))
+    resumed = await fresh.resume_session(session.session_id)
+    repairs = [e.payload for e in resumed.events[len(durable):]]
+    assert [(r.result.call_id, r.result.output.content) for r in repairs  # type: ignore[union-attr]
+            ] == [("c1", TOOL_INTERRUPTED), ("c2", TOOL_INTERRUPTED)]
+    assert await turn(resumed, "and now?") is OutcomeStatus.COMPLETED
+    sent = provider.requests[0].messages
+    assert [m.tool_call_id for m in sent if m.role.value == "tool"] == ["c1", "c2"]
+    assert_contiguous(await storage.load_events(session.session_id))

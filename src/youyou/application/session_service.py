@@ -27,9 +27,14 @@ from youyou.domain.ledger import (
     LedgerEvent,
     Metadata,
     SessionEventPayload,
+    ToolCall,
+    ToolOutput,
+    ToolResult,
+    ToolResultRecord,
     UserMessage,
 )
 from youyou.domain.session import next_summary
+from youyou.domain.templates import TOOL_INTERRUPTED
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +182,7 @@ class SessionService:
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
             runtime.context.rebuild(runtime.events, record)
+            await self._answer_interrupted_calls(runtime)
             runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
                 1
                 for e in runtime.events
@@ -188,6 +194,22 @@ class SessionService:
         except BaseException:
             kernel.control.rollback(reservation)
             raise
+
+    async def _answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
+        """A process killed inside a tool batch leaves calls without results, which no provider
+        accepts: record, as a fact like any other, that each was interrupted."""
+        last_user = max((i for i, e in enumerate(runtime.events)
+                         if isinstance(e.payload, UserMessage)), default=0)
+        pending: dict[str, ToolCall] = {}
+        for event in runtime.events[last_user:]:
+            if isinstance(event.payload, ToolCall):
+                pending[event.payload.call.call_id] = event.payload
+            elif isinstance(event.payload, ToolResult):
+                pending.pop(event.payload.result.call_id, None)
+        for call_id, orphan in pending.items():
+            await self.record(runtime, ToolResult(result=ToolResultRecord(
+                call_id=call_id, tool_name=orphan.call.tool_name, output=_INTERRUPTED_OUTPUT,
+            )))
 
     async def close(self, runtime: SessionRuntime, mode: SessionTerminationMode) -> None:
         """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release."""
@@ -260,6 +282,12 @@ class SessionService:
             ),
         )
         runtime.last_memory_checkpoint_seq = current
+
+
+_INTERRUPTED_OUTPUT = ToolOutput(
+    content=TOOL_INTERRUPTED, is_error=True,
+    metadata={"synthetic": True, "reason": "interrupted_before_result"},
+)
 
 
 def _metadata_value(event: LedgerEvent | None) -> Any:

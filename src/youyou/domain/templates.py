@@ -60,6 +60,7 @@ TURN_ABORTED_MESSAGE = (
 TOOL_OUTPUT_LIMIT_BYTES = 1_048_576
 TOOL_OUTPUT_TRUNCATED_SUFFIX = "[tool output truncated: original content exceeded 1MB]"
 TOOL_SKIPPED_CANCELLED = "[tool skipped: cancelled before execution]"
+TOOL_INTERRUPTED = "[tool interrupted: the process stopped before its result was recorded]"
 
 
 def wrap_tag(tag: str, body: str) -> str:

@@ -1,0 +1,122 @@
+"""Child process of the crash tests: runs turns forever until the parent kills it.
+
+Usage: ``python -m tests.crash_child DB_URL [SESSION_ID]``. It prints ``SESSION <id>`` once the
+session is active and ``ACK <seq> <kind>`` after every ``append_event`` that returned (the write
+is committed), flushing each line, so the parent knows exactly what was acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+from collections.abc import Sequence
+
+from youyou import (
+    AgentBuilder,
+    AgentConfig,
+    CancellationToken,
+    ScriptedProvider,
+    ScriptedResponse,
+    ToolDescriptor,
+    ToolInput,
+    ToolOutput,
+)
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.tokens import ApproximateTokenCounter
+from youyou.domain.ledger import LedgerEvent
+from youyou.domain.model import ChatRequest, ModelInfo, ProviderCapability
+from youyou.domain.session import (
+    SessionHead,
+    SessionListQuery,
+    SessionPage,
+    SessionSearchQuery,
+    SessionSummary,
+)
+from youyou.ports.session_storage import SessionStorage
+
+MODEL = ModelInfo(
+    model_id="crash-model", display_name="crash model", context_window=1_000_000,
+    capabilities=frozenset({ProviderCapability.TOOL_USE, ProviderCapability.STREAMING}),
+)
+CONFIG = AgentConfig(default_model=MODEL.model_id)
+
+
+class AckingStorage:
+    """Prints ``ACK <seq>`` once a write is durable; everything else is passed through."""
+
+    def __init__(self, inner: SqlSessionStorage) -> None:
+        self._inner = inner
+
+    async def append_event(self, session_id: str, event: LedgerEvent,
+                           summary: SessionSummary) -> None:
+        await self._inner.append_event(session_id, event, summary)
+        print(f"ACK {event.seq} {event.payload.kind}", flush=True)
+
+    async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
+        return await self._inner.load_events(session_id, after_seq)
+
+    async def load_head(self, session_id: str) -> SessionHead:
+        return await self._inner.load_head(session_id)
+
+    async def list_sessions(self, query: SessionListQuery) -> SessionPage:
+        return await self._inner.list_sessions(query)
+
+    async def find_sessions(self, query: SessionSearchQuery,
+                            limit: int) -> Sequence[SessionSummary]:
+        return await self._inner.find_sessions(query, limit)
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._inner.delete_session(session_id)
+
+
+class SleepyTool:
+    """A read-only tool that takes a little while, so kills land inside tool batches."""
+
+    @property
+    def descriptor(self) -> ToolDescriptor:
+        return ToolDescriptor(name="nap", description="sleeps a little",
+                              parameters_schema={"type": "object"}, mutating=False)
+
+    async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:
+        await asyncio.sleep(0.01)
+        return ToolOutput(content=f"slept {tool_input.arguments}")
+
+
+def script() -> ScriptedProvider:
+    """Each turn: a batch of two tool calls, then a streamed answer; call ids never repeat."""
+    counter = itertools.count()
+
+    def respond(request: ChatRequest) -> ScriptedResponse:
+        last = request.messages[-1]
+        if last.role.value == "user":
+            n = next(counter)
+            return ScriptedResponse.tool_calls(
+                [(f"call-{n}-a", "nap", {"n": n}), (f"call-{n}-b", "nap", {"n": n})],
+                text="checking", delay_s=0.003)
+        return ScriptedResponse.text("streamed answer " * 8, chunks=8, delay_s=0.002)
+
+    return ScriptedProvider(provider_id="crash", models=(MODEL,), fallback=respond)
+
+
+def builder(storage: SessionStorage) -> AgentBuilder:
+    """The agent of the child, also used by the parent to resume after a kill."""
+    return (AgentBuilder(CONFIG).register_model_provider(script()).register_tool(SleepyTool())
+            .register_session_storage(storage)
+            .with_token_counter(lambda _: ApproximateTokenCounter()))
+
+
+async def main(url: str, session_id: str | None) -> None:
+    storage = await SqlSessionStorage.open(url)
+    agent = await builder(AckingStorage(storage)).build()
+    session = (await agent.resume_session(session_id) if session_id
+               else await agent.new_session())
+    print(f"SESSION {session.session_id}", flush=True)
+    for n in itertools.count():
+        outcome = await (await session.send_message(f"message {n}")).join()
+        if outcome.error is not None:
+            raise outcome.error
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
