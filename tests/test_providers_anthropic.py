@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from fakes.anthropic_server import AnthropicStream, FakeAnthropicServer, anthropic_error, text_reply
-from fakes.chat import FAST_RETRY, PNG_B64, cancel_after_first_text, collect, user
+from fakes.chat import (
+    FAST_RETRY,
+    PNG_B64,
+    cancel_after_first_text,
+    close_tracked,
+    collect,
+    track,
+    user,
+)
 from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 from youyou.adapters.providers.base import Endpoint
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -47,7 +55,13 @@ def server() -> Iterator[FakeAnthropicServer]:
 def provider_for(url: str) -> AnthropicProvider:
     endpoint = Endpoint(base_url=url, api_key="sk-ant-test", timeout_s=10, retry=FAST_RETRY,
                         headers={"anthropic-beta": "fake-beta"})
-    return AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint)
+    return track(AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint))
+
+
+@pytest.fixture(autouse=True)
+async def _close_providers() -> AsyncIterator[None]:
+    yield
+    await close_tracked()
 
 
 async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.anthropic_server import text_reply as anthropic_text
+from fakes.chat import close_tracked, track
 from fakes.openai_server import FakeOpenAIServer
 from fakes.openai_server import text_reply as openai_text
 from youyou.adapters.providers.anthropic import AnthropicProvider
@@ -28,6 +30,12 @@ from youyou.domain.model import (
     TextDelta,
 )
 from youyou.ports.model_provider import ModelProvider
+
+
+@pytest.fixture(autouse=True)
+async def _close_providers() -> AsyncIterator[None]:
+    yield
+    await close_tracked()
 
 
 def ask(model_id: str, text: str = "hello") -> ChatRequest:
@@ -62,8 +70,8 @@ async def test_http_providers_use_env_keys_headers_and_api_names() -> None:
              "models": [{"id": "sonnet", "context_window": 200000}]},
         ]})
 
-        openai_provider, anthropic_provider = build_providers(
-            settings, environ={"VLLM_KEY": "k-vllm", "CLAUDE_KEY": "k-claude"})
+        openai_provider, anthropic_provider = map(track, build_providers(
+            settings, environ={"VLLM_KEY": "k-vllm", "CLAUDE_KEY": "k-claude"}))
 
         assert isinstance(openai_provider, OpenAICompatProvider)
         assert isinstance(anthropic_provider, AnthropicProvider)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from fakes.chat import FAST_RETRY, PNG_B64, cancel_after_first_text, collect, user
+from fakes.chat import (
+    FAST_RETRY,
+    PNG_B64,
+    cancel_after_first_text,
+    close_tracked,
+    collect,
+    track,
+    user,
+)
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
@@ -56,8 +64,14 @@ def provider_for(
 ) -> OpenAICompatProvider:
     endpoint = Endpoint(base_url=url, api_key="sk-test", headers=headers or {}, timeout_s=10,
                         retry=retry)
-    return OpenAICompatProvider(provider_id="openai", models=[MODEL], endpoint=endpoint,
-                                stream_usage=stream_usage)
+    return track(OpenAICompatProvider(provider_id="openai", models=[MODEL], endpoint=endpoint,
+                                      stream_usage=stream_usage))
+
+
+@pytest.fixture(autouse=True)
+async def _close_providers() -> AsyncIterator[None]:
+    yield
+    await close_tracked()
 
 
 async def test_text_streams_in_order_with_usage(server: FakeOpenAIServer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any, TypeVar
 
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.domain.cancel import CancellationToken
@@ -12,6 +13,21 @@ from youyou.ports.model_provider import ModelProvider
 
 PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02)
+
+
+P = TypeVar("P")
+_open: list[Any] = []
+
+
+def track(provider: P) -> P:
+    """Remember an SDK-backed provider so ``close_tracked`` can release its connection pool."""
+    _open.append(provider)
+    return provider
+
+
+async def close_tracked() -> None:
+    while _open:
+        await _open.pop().close()
 
 
 def user(*blocks: TextBlock | ImageBlock | FileContentBlock) -> ModelMessage:
