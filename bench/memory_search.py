@@ -37,7 +37,11 @@ NAMESPACE = "bench-user"
 TOP_K = 20
 BATCH = 2000
 
-EN_WORDS = """
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+EN_WORDS = _words("""
 coffee tea python rust golang kubernetes docker postgres sqlite redis kafka deploy release
 billing invoice payment customer dashboard metrics latency outage incident oncall pager
 weekend morning evening vacation flight hotel tokyo berlin london shanghai beijing paris
@@ -48,18 +52,18 @@ frontend backend mobile android ios typescript react vue terminal vim emacs lapt
 keyboard linux macos windows cloud aws azure gcp terraform ansible grafana prometheus alert
 backup migration schema index query cache queue worker cron timezone utc report quarterly
 roadmap deadline sprint ticket jira github gitlab pipeline build test flaky coverage lint
-""".split()
-EN_VERBS = "prefers likes uses avoids owns manages plans maintains studies dislikes".split()
-EN_GLUE = "the a for with on in at of and to".split()
-ZH_WORDS = """
+""")
+EN_VERBS = _words("prefers likes uses avoids owns manages plans maintains studies dislikes")
+EN_GLUE = _words("the a for with on in at of and to")
+ZH_WORDS = _words("""
 咖啡 喝茶 工程师 后端 前端 部署 上线 数据库 缓存 队列 监控 告警 值班 故障 发布 项目 周末
 早上 晚上 出差 机票 酒店 上海 北京 深圳 杭州 东京 素食 过敏 花生 跑步 骑行 爬山 钢琴
 吉他 小说 象棋 女儿 儿子 生日 纪念日 牙医 健身 瑜伽 预算 房贷 工资 经理 团队 面试 晋升
 会议 演讲 设计 评审 手机 电脑 键盘 显示器 云服务 备份 迁移 索引 查询 报表 季度 路线图
 截止 需求 测试 覆盖率 流水线 猫 狗 旅行 摄影 电影 音乐 火锅 米饭 面条 早餐 午饭 晚饭
-""".split()
-ZH_VERBS = "喜欢 常用 不喜欢 负责 计划 维护 学习 讨厌 擅长 关注".split()
-SYLLABLES = "ka ro mi zen tor vel qua sir bon lex dru fin gal hep ix jun kor lum nix pav".split()
+""")
+ZH_VERBS = _words("喜欢 常用 不喜欢 负责 计划 维护 学习 讨厌 擅长 关注")
+SYLLABLES = _words("ka ro mi zen tor vel qua sir bon lex dru fin gal hep ix jun kor lum nix pav")
 HAN = "云海星河山林风雨雪月光影金木水火土石桥塔龙凤松竹梅兰春夏秋冬东南西北天地"
 
 
@@ -91,7 +95,8 @@ class Corpus:
     def chinese(self) -> str:
         words = self.zh(self.rng.randint(3, 9))
         joiners = self.rng.choices(["", "的", "，", "和"], k=len(words))
-        return "用户" + self.rng.choice(ZH_VERBS) + "".join(w + j for w, j in zip(words, joiners))
+        body = "".join(w + j for w, j in zip(words, joiners, strict=True))
+        return "用户" + self.rng.choice(ZH_VERBS) + body
 
     def memory_text(self) -> str:
         roll = self.rng.random()
@@ -103,7 +108,8 @@ class Corpus:
 
     def query(self, index: int) -> str:
         if index % 2 == 0:
-            return "What do you remember about " + " and ".join(self.en(self.rng.randint(2, 4))) + "?"
+            topics = " and ".join(self.en(self.rng.randint(2, 4)))
+            return f"What do you remember about {topics}?"
         return "我" + self.rng.choice(ZH_VERBS) + "".join(self.zh(self.rng.randint(1, 3))) + "吗？"
 
 

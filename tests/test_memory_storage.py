@@ -14,6 +14,7 @@ from youyou.adapters.memory import (
     SqliteMemoryStorage,
     open_memory_storage,
 )
+from youyou.adapters.memory.text_index import POSTINGS_BUDGET
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.memory import Memory
 from youyou.ports.memory_storage import MemoryStorage
@@ -244,3 +245,41 @@ async def test_unknown_backend_is_invalid_config() -> None:
     with pytest.raises(AgentError) as err:
         await open_memory_storage("mysql+aiomysql://u@h/db")
     assert err.value.code is ErrorCode.INVALID_CONFIG
+
+
+async def test_rare_terms_are_found_next_to_very_common_ones(
+    sql_storage: SqliteMemoryStorage | PostgresMemoryStorage,
+) -> None:
+    """Above the postings budget the common term is left out; the rare one still matches."""
+    common = [mem(f"c{i}", f"coffee note number {i}", at=i) for i in range(POSTINGS_BUDGET + 50)]
+    rare = mem("rare", "coffee with the drumizen team", at=-1)
+    await sql_storage.upsert_many([*common, rare])
+    assert (await ids(sql_storage, "coffee drumizen", top_k=3))[0] == "rare"
+    assert len(await ids(sql_storage, "coffee", top_k=30)) == 30
+
+
+async def test_upsert_many_last_item_wins(
+    sql_storage: SqliteMemoryStorage | PostgresMemoryStorage,
+) -> None:
+    await sql_storage.upsert_many([mem("x", "first text"), mem("x", "second text", at=5)])
+    [stored] = await sql_storage.list_all("alice")
+    assert (stored.content, stored.updated_at) == ("second text", T0 + timedelta(minutes=5))
+
+
+async def test_postgres_term_statistics_follow_every_write(pg_url: str) -> None:
+    store = await open_memory_storage(pg_url)
+    assert isinstance(store, PostgresMemoryStorage)
+
+    async def docs() -> dict[str, int]:
+        async with store.engine.connect() as conn:
+            rows = await conn.exec_driver_sql("SELECT term, docs FROM memories_terms")
+            return {r.term: r.docs for r in rows if r.docs}
+
+    await store.upsert_many([mem("a", "coffee tea"), mem("b", "coffee 咖啡")])
+    assert await docs() == {"coffe": 2, "tea": 1, "咖": 1, "啡": 1, "咖啡": 1}
+    await store.upsert(mem("a", "coffee tea", at=9))  # same content: statistics unchanged
+    await store.upsert(mem("b", "milk", at=9))
+    assert await docs() == {"coffe": 1, "tea": 1, "milk": 1}
+    await store.delete("alice", "a")
+    assert await docs() == {"milk": 1}
+    await store.close()

@@ -1,13 +1,17 @@
 """PostgreSQL memory store: ``tsvector`` + GIN ranked by ``ts_rank``, fused with ``pg_trgm``.
 
-Two ranked lists are merged by reciprocal-rank fusion (scores of the two are not comparable):
+Two ranked lists, merged by reciprocal-rank fusion (their scores are not comparable):
 
 - full text: a generated ``tsvector`` (``simple`` configuration) over the language-aware terms
-  of ``text_index`` (stemmed English words, CJK bigrams) behind a GIN index;
-- trigram similarity: ``word_similarity`` on the raw content behind a ``gin_trgm_ops`` index.
-  It catches what word matching misses (typos, partial words, CJK text written differently)
-  and is used only for short queries that have search terms, where a similarity to a fragment
-  is meaningful.
+  of ``text_index`` (stemmed English words, CJK bigrams) behind a GIN index, ranked by
+  ``ts_rank``. It answers Chinese as well as English queries. Statement triggers keep the
+  document frequency of every term in ``memories_terms``, so a search leaves out its most common
+  terms exactly like the SQLite store (``choose_terms``);
+- trigram similarity: ``word_similarity`` on the raw content (``gin_trgm_ops`` index). It
+  catches what term matching misses (typos, partial words, CJK written with other characters
+  around it). It runs only as a fallback — a short query for which full text found fewer than
+  ``top_k`` memories — because evaluating trigram similarity over a large namespace costs far
+  more than the full-text leg.
 
 Without the ``pg_trgm`` extension (no privilege to create it) search uses full text only.
 """
@@ -23,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, row_to_memory
-from youyou.adapters.memory.text_index import query_terms
+from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms, query_terms
 from youyou.domain.memory import Memory
 
 logger = logging.getLogger(__name__)
@@ -32,10 +36,39 @@ TRIGRAM_MAX_QUERY_CHARS = 24
 TRIGRAM_THRESHOLD = 0.3
 RRF_K = 60
 
-_TSVECTOR_DDL = (
+# Statement-level: one aggregated change of memories_terms per write, locked in term order.
+_ADD_TERMS = """
+    INSERT INTO memories_terms AS t (term, docs)
+    SELECT term, sum(n) FROM ({rows}) AS delta GROUP BY term HAVING sum(n) <> 0 ORDER BY term
+    ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs;"""
+_TERMS_OF = (
+    "SELECT term, {n} AS n FROM {rows}, unnest(tsvector_to_array({rows}.search_vector)) term"
+)
+_NEW_TERMS = _TERMS_OF.format(n=1, rows="new_rows")
+_OLD_TERMS = _TERMS_OF.format(n=-1, rows="old_rows")
+_TERMS_SYNC = f"""
+CREATE OR REPLACE FUNCTION memories_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN {_ADD_TERMS.format(rows=_NEW_TERMS)}
+  ELSIF TG_OP = 'DELETE' THEN {_ADD_TERMS.format(rows=_OLD_TERMS)}
+  ELSE {_ADD_TERMS.format(rows=f"{_NEW_TERMS} UNION ALL {_OLD_TERMS}")}
+  END IF;
+  RETURN NULL;
+END $$"""
+
+_SEARCH_DDL = (
     "ALTER TABLE memories ADD COLUMN IF NOT EXISTS search_vector tsvector "
     "GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED",
     "CREATE INDEX IF NOT EXISTS memories_search_vector_idx ON memories USING gin (search_vector)",
+    "CREATE TABLE IF NOT EXISTS memories_terms (term text PRIMARY KEY, docs bigint NOT NULL)",
+    _TERMS_SYNC,
+    "CREATE OR REPLACE TRIGGER memories_terms_ins AFTER INSERT ON memories "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
+    "CREATE OR REPLACE TRIGGER memories_terms_upd AFTER UPDATE ON memories "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
+    "CREATE OR REPLACE TRIGGER memories_terms_del AFTER DELETE ON memories "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
 )
 _TRIGRAM_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_content_trgm_idx ON memories "
@@ -43,6 +76,7 @@ _TRIGRAM_INDEX = (
 )
 
 _COLUMNS = ", ".join(c.name for c in MEMORY_COLUMNS)
+_DOC_FREQ = text("SELECT term, docs FROM memories_terms WHERE term = ANY(:terms)")
 _FULL_TEXT = text(
     f"SELECT {_COLUMNS} FROM memories, to_tsquery('simple', :tsquery) AS q "
     "WHERE namespace = :namespace AND search_vector @@ q "
@@ -82,7 +116,7 @@ class PostgresMemoryStorage(SqlMemoryStorage):
         self.trigram_enabled = False
 
     def _search_ddl(self) -> Sequence[str]:
-        return _TSVECTOR_DDL
+        return _SEARCH_DDL
 
     async def ensure_schema(self) -> None:
         await super().ensure_schema()
@@ -100,18 +134,20 @@ class PostgresMemoryStorage(SqlMemoryStorage):
         if top_k <= 0 or not terms:
             return []
         use_trigram = self.trigram_enabled and len(query.strip()) <= TRIGRAM_MAX_QUERY_CHARS
-        rankings: list[list[Memory]] = []
         async with self._connect(write=True) as conn:
-            params = {"tsquery": ts_query(terms), "namespace": namespace, "top_k": top_k}
-            rankings.append(await _fetch(conn, _FULL_TEXT, params))
-            if use_trigram:
-                await conn.exec_driver_sql(
-                    "SELECT set_config('pg_trgm.word_similarity_threshold', "
-                    f"'{TRIGRAM_THRESHOLD}', true)"
-                )
-                params = {"query": query.strip(), "namespace": namespace, "top_k": top_k}
-                rankings.append(await _fetch(conn, _TRIGRAM, params))
-        return reciprocal_rank_fusion(rankings, top_k)
+            doc_freq = {r.term: r.docs for r in await conn.execute(_DOC_FREQ, {"terms": terms})}
+            chosen = choose_terms(terms, doc_freq, POSTINGS_BUDGET)
+            params = {"tsquery": ts_query(chosen), "namespace": namespace, "top_k": top_k}
+            found = await _fetch(conn, _FULL_TEXT, params)
+            if len(found) >= top_k or not use_trigram:
+                return found
+            await conn.exec_driver_sql(
+                "SELECT set_config('pg_trgm.word_similarity_threshold', "
+                f"'{TRIGRAM_THRESHOLD}', true)"
+            )
+            params = {"query": query.strip(), "namespace": namespace, "top_k": top_k}
+            similar = await _fetch(conn, _TRIGRAM, params)
+        return reciprocal_rank_fusion([found, similar], top_k)
 
 
 async def _fetch(conn: AsyncConnection, stmt: Any, params: dict[str, Any]) -> list[Memory]:

@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql import Executable
 from sqlalchemy.types import TypeDecorator
 
 from youyou.adapters.memory.text_index import index_text
@@ -77,6 +78,8 @@ memories = Table(
     UniqueConstraint("namespace", "id", name="memories_namespace_id_key"),
     Index("memories_namespace_updated_idx", "namespace", "updated_at"),
 )
+
+UPSERT_CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
 MEMORY_COLUMNS = tuple(c for c in memories.c if c.name not in ("pk", "search_text"))
 
@@ -143,15 +146,23 @@ class SqlMemoryStorage(abc.ABC):
             return [row_to_memory(r) for r in await conn.execute(stmt)]
 
     async def upsert(self, memory: Memory) -> None:
-        """Same content: only ``updated_at`` moves; new content: content, provenance, time."""
         await self.upsert_many([memory])
 
     async def upsert_many(self, batch: Sequence[Memory]) -> None:
-        """Bulk form of ``upsert`` (imports, benchmarks); one transaction."""
-        if not batch:
-            return
+        """Bulk form of ``upsert`` (imports, benchmarks): multi-row statements, one transaction.
+
+        A later item with the same id wins, as if the items were upserted one by one.
+        """
+        latest = list({(m.namespace, m.id): m for m in batch}.values())
+        async with self._connect(write=True) as conn:
+            for start in range(0, len(latest), UPSERT_CHUNK):
+                chunk = latest[start : start + UPSERT_CHUNK]
+                await conn.execute(self._upsert([memory_row(m) for m in chunk]))
+
+    def _upsert(self, rows: list[dict[str, Any]]) -> Executable:
+        """Same content: only ``updated_at`` moves; new content: content, provenance, time."""
         insert = sqlite.insert if self.engine.dialect.name == "sqlite" else postgresql.insert
-        stmt = insert(memories)
+        stmt = insert(memories).values(rows)
         new = stmt.excluded
         same = memories.c.content == new.content
         keep_if_same = {
@@ -159,12 +170,10 @@ class SqlMemoryStorage(abc.ABC):
             for name in ("content", "search_text", "source_session_id", "source_seq_start",
                          "source_seq_end")
         }
-        stmt = stmt.on_conflict_do_update(
+        return stmt.on_conflict_do_update(
             index_elements=[memories.c.namespace, memories.c.id],
             set_={**keep_if_same, "updated_at": new.updated_at},
         )
-        async with self._connect(write=True) as conn:
-            await conn.execute(stmt, [memory_row(m) for m in batch])
 
     async def delete(self, namespace: str, id: str) -> None:
         stmt = delete(memories).where(memories.c.namespace == namespace, memories.c.id == id)

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import bindparam, event, text
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -22,10 +22,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, row_to_memory
-from youyou.adapters.memory.text_index import query_terms
+from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms, query_terms
 from youyou.domain.memory import Memory
-
-POSTINGS_BUDGET = 2000
 
 _DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
@@ -56,22 +54,6 @@ _SEARCH = text(
 def fts_phrase(term: str) -> str:
     """A quoted FTS5 string: user text never reaches the query syntax."""
     return '"' + term.replace('"', '""') + '"'
-
-
-def choose_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: int) -> list[str]:
-    """Rarest terms first while their postings fit the budget; at least one term.
-
-    Terms missing from the statistics cost nothing to search and are always kept.
-    """
-    ordered = sorted(terms, key=lambda t: doc_freq.get(t, 0))
-    chosen: list[str] = []
-    spent = 0
-    for term in ordered:
-        spent += doc_freq.get(term, 0)
-        if chosen and spent > budget:
-            break
-        chosen.append(term)
-    return chosen
 
 
 def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None:

@@ -11,6 +11,7 @@ index. Documents also index single characters, so a one-character query still fi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
@@ -20,6 +21,8 @@ _TERM = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
 
 MAX_QUERY_TERMS = 32
+# Postings a search may rank; beyond it the most common query terms are left out.
+POSTINGS_BUDGET = 2000
 
 # Frequent English words: they carry no meaning for recall and only cost index and query time.
 _STOP_WORDS_TEXT = (
@@ -64,3 +67,19 @@ def index_text(text: str) -> str:
 def query_terms(text: str) -> list[str]:
     """Distinct search terms of a query, capped to bound search time."""
     return list(dict.fromkeys(_terms(text, unigrams=False)))[:MAX_QUERY_TERMS]
+
+
+def choose_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: int) -> list[str]:
+    """Rarest terms first while their postings fit the budget, always at least one found term.
+
+    Terms missing from the statistics cost nothing to search and are kept.
+    """
+    chosen: list[str] = []
+    spent = 0
+    for term in sorted(terms, key=lambda t: doc_freq.get(t, 0)):
+        postings = doc_freq.get(term, 0)
+        if postings and spent and spent + postings > budget:
+            break
+        chosen.append(term)
+        spent += postings
+    return chosen
