@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -60,9 +60,11 @@ def assert_answer(events: list[ChatEvent], max_tokens: int, *, usage: bool = Tru
     assert done.usage.total_tokens == done.usage.input_tokens + done.usage.output_tokens
 
 
-@pytest.fixture(scope="module")
-def in_process() -> LocalLlamaProvider:
-    return LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=2048)
+@pytest.fixture
+async def in_process() -> AsyncIterator[LocalLlamaProvider]:
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=2048)
+    yield provider
+    await provider.close()
 
 
 async def test_in_process_model_streams_an_answer(in_process: LocalLlamaProvider) -> None:

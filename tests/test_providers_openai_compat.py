@@ -164,6 +164,21 @@ async def test_invalid_arguments_and_wrong_finish_reason_do_not_crash(
     ]
 
 
+async def test_tool_calls_without_index_are_split_by_id(server: FakeOpenAIServer) -> None:
+    stream = (OpenAIStream()
+              .tool_fragment(None, call_id="a", name="ping", arguments='{"host": ')
+              .tool_fragment(None, arguments='"db"}')
+              .tool_fragment(None, call_id="b", name="ping", arguments='{"host": "api"}'))
+    server.enqueue(stream.finish("tool_calls").reply())
+
+    events = await collect(provider_for(server.base_url), request())
+
+    assert events[:2] == [
+        ToolCallRequested(call_id="a", tool_name="ping", arguments={"host": "db"}),
+        ToolCallRequested(call_id="b", tool_name="ping", arguments={"host": "api"}),
+    ]
+
+
 async def test_finish_reason_length(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("cut").finish("length").reply())
 

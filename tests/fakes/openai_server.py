@@ -55,11 +55,14 @@ class OpenAIStream(StreamBuilder):
         return self
 
     def tool_fragment(
-        self, index: int, *, call_id: str | None = None, name: str | None = None,
+        self, index: int | None, *, call_id: str | None = None, name: str | None = None,
         arguments: str = "",
     ) -> Self:
-        """One fragment; the first one of a call carries its id, type and name."""
-        fragment: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+        """One fragment; the first one of a call carries its id, type and name.
+        ``index=None`` leaves the field out, as a few servers do."""
+        fragment: dict[str, Any] = {"function": {"arguments": arguments}}
+        if index is not None:
+            fragment["index"] = index
         if call_id is not None:
             fragment.update(id=call_id, type="function")
         if name is not None:

@@ -77,6 +77,10 @@ class StreamingProvider(ABC):
         return drive_stream(lambda: self._attempt(params), self._classify, retry, cancel)
 
     @abstractmethod
+    async def close(self) -> None:
+        """Release the connection pool or the loaded model."""
+
+    @abstractmethod
     def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
         """The API request body (without ``stream``)."""
 

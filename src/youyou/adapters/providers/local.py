@@ -76,6 +76,12 @@ class LocalLlamaProvider(StreamingProvider):
         # The loaded file decides the model; the request's model id only routed us here.
         return build_params(request, api_model, stream_usage=False)
 
+    async def close(self) -> None:
+        async with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
     def _load(self) -> Any:
         llama_cpp = importlib.import_module("llama_cpp")
         path = self._model_path or packaged_model_path()

@@ -138,13 +138,25 @@ class _PartialCall:
 
 
 class ToolCallAssembler:
-    """Joins tool-call fragments by ``index``: id and name come once, arguments piecewise."""
+    """Joins tool-call fragments by ``index``: id and name come once, arguments piecewise.
+
+    A few servers leave ``index`` out; then a fragment with a new id starts the next call and
+    any other fragment continues the last one.
+    """
 
     def __init__(self) -> None:
         self._calls: dict[int, _PartialCall] = {}
 
+    def _key(self, fragment: ChoiceDeltaToolCall) -> int:
+        index: int | None = getattr(fragment, "index", None)
+        if index is not None:
+            return index
+        last = max(self._calls, default=-1)
+        starts_new = fragment.id and (last < 0 or self._calls[last].call_id != fragment.id)
+        return last + 1 if starts_new or last < 0 else last
+
     def add(self, fragment: ChoiceDeltaToolCall) -> None:
-        call = self._calls.setdefault(fragment.index, _PartialCall())
+        call = self._calls.setdefault(self._key(fragment), _PartialCall())
         if fragment.id:
             call.call_id = fragment.id
         if fragment.function is not None:
