@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -17,6 +18,7 @@ from fakes.chat import (
     track,
     user,
 )
+from fakes.http_server import JSONReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
@@ -273,6 +275,17 @@ async def test_retries_before_the_first_token(server: FakeOpenAIServer) -> None:
     assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta(text="fine")]
     assert isinstance(events[-1], Done)
     assert len(server.requests) == 3
+
+
+async def test_retry_after_header_is_honoured(server: FakeOpenAIServer) -> None:
+    limited = openai_error(429, "slow down", error_type="requests")
+    server.enqueue(JSONReply(429, limited.body, headers={"retry-after": "0.4"}), text_reply("ok"))
+    started = time.monotonic()
+
+    events = await collect(provider_for(server.base_url, RetryPolicy(2, 0.001, 5.0)), request())
+
+    assert time.monotonic() - started >= 0.4
+    assert events[0] == TextDelta(text="ok")
 
 
 async def test_no_retry_once_text_was_delivered(server: FakeOpenAIServer) -> None:

@@ -116,7 +116,8 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter; ``max_attempts`` counts the first try."""
+    """Exponential backoff with jitter; ``max_attempts`` counts the first try. A server's
+    ``Retry-After`` lengthens a sleep, up to ``max_delay_s``."""
 
     max_attempts: int = 3
     base_delay_s: float = 0.5
@@ -152,7 +153,20 @@ async def _with_retries(
                     )
                 yield ChatError(error=error)
                 return
-        await asyncio.sleep(policy.delay(index))
+            delay = policy.delay(index)
+            if (asked := retry_after_s(exc)) is not None:
+                delay = max(delay, min(asked, policy.max_delay_s))
+        await asyncio.sleep(delay)
+
+
+def retry_after_s(exc: Exception) -> float | None:
+    """The server's ``Retry-After`` (seconds form) from an SDK status error, if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:  # the HTTP-date form is rare for model APIs
+        return None
 
 
 _END = object()
