@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from youyou.cli.render import context_line
 from youyou.cli.transcript import find_by_prefix, memories_table, sessions_table
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.session import SearchMode, SessionListQuery, SessionSearchQuery
+
+logger = logging.getLogger(__name__)
 
 Handler = Callable[[Chat, str], Awaitable[bool]]
 """Runs a command with its argument text; returns False to end the chat."""
@@ -216,4 +219,8 @@ async def dispatch(chat: Chat, line: str) -> bool:
         await chat.send(line)
     except AgentError as error:
         chat.show_error(error)
+    except Exception as exc:  # a bug must not end an engineer's session mid-incident
+        logger.exception("chat input failed: %.80s", line)
+        chat.show_error(AgentError(ErrorCode.INTERNAL_PANIC,
+                                   f"{type(exc).__name__}: {exc} (details in youyou.log)"))
     return True

@@ -1,0 +1,121 @@
+"""``youyou chat`` in a pseudo-terminal: streaming, Ctrl+C, errors that never end the loop."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+from tests.cli_kit import PROMPT, Cli, quit_chat
+
+from youyou.domain.content import TextBlock
+from youyou.domain.ledger import AssistantMessage, MessageStatus, UserMessage
+
+SLOW = {"text": "Alpha beta gamma delta epsilon zeta eta theta", "chunks": 8, "delay_ms": 250}
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)
+
+
+def _assistant_texts(cli: Cli, session_id: str) -> list[tuple[str, MessageStatus]]:
+    return [
+        ("".join(b.text for b in e.payload.content if isinstance(b, TextBlock)), e.payload.status)
+        for e in cli.stored(session_id) if isinstance(e.payload, AssistantMessage)
+    ]
+
+
+def test_the_answer_streams_before_the_turn_ends(cli: Cli) -> None:
+    cli.write_config([SLOW])
+    child = cli.spawn()
+    child.sendline("first question")
+    child.expect("Alpha")
+    first = time.monotonic()
+    child.expect("theta")
+    last = time.monotonic()
+    child.expect(r"context \d+ / 32,000 tokens")
+    child.expect(PROMPT)
+    quit_chat(child)
+    # Eight chunks, 250 ms apart: the last one cannot arrive with the first.
+    assert last - first >= 1.0
+
+
+def test_ctrl_c_cancels_the_turn_keeps_the_partial_answer_and_prompts_again(cli: Cli) -> None:
+    cli.write_config([SLOW, {"text": "after the cancel"}])
+    child = cli.spawn()
+    child.sendline("first question")
+    child.expect("Alpha")
+    child.sendintr()
+    child.expect("cancelled: the answer above is incomplete")
+    child.expect(PROMPT)
+    child.sendline("second question")
+    child.expect("after the cancel")
+    child.expect(PROMPT)
+    quit_chat(child)
+    [session_id] = cli.session_ids()
+    (partial, status), (complete, complete_status) = _assistant_texts(cli, session_id)
+    assert status is MessageStatus.INCOMPLETE
+    assert partial.startswith("Alpha") and "theta" not in partial
+    assert (complete, complete_status) == ("after the cancel", MessageStatus.COMPLETE)
+
+
+def test_ctrl_c_at_an_empty_prompt_closes_the_session_and_exits(cli: Cli) -> None:
+    cli.write_config([{"text": "hello"}])
+    child = cli.spawn()
+    child.sendline("hi")
+    child.expect("hello")
+    child.expect(PROMPT)
+    child.send("typed but not sent")
+    child.sendintr()  # a non-empty line is only cleared
+    child.sendintr()
+    child.expect("closing the session")
+    child.expect("bye")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    [session_id] = cli.session_ids()
+    users = [e for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
+    assert len(users) == 1
+
+
+def test_errors_are_shown_with_their_code_and_the_loop_goes_on(cli: Cli) -> None:
+    cli.write_config([
+        {"error": {"kind": "provider", "message": "upstream exploded"}},
+        {"text": "still here"},
+    ])
+    child = cli.spawn()
+    child.sendline("/no-such-skill please")
+    child.expect("SKILL_NOT_FOUND")
+    child.expect(PROMPT)
+    child.sendline("/mode sometimes")
+    child.expect("INPUT_VALIDATION")
+    child.expect(PROMPT)
+    child.sendline("trigger the failure")
+    child.expect("PROVIDER_ERROR")
+    child.expect("upstream exploded")
+    child.expect(PROMPT)
+    child.sendline("again")
+    child.expect("still here")
+    child.expect(PROMPT)
+    quit_chat(child)
+
+
+def test_the_answer_is_rendered_as_markdown_and_tools_show_their_result(cli: Cli) -> None:
+    cli.write_config([
+        {"tool_calls": [
+            {"id": "c1", "name": "get_current_time", "arguments": {"timezone": "UTC"}}]},
+        {"reasoning": "thinking it over", "text": "It is **late**.\n\n- one\n- two",
+         "chunks": 3},
+    ])
+    child = cli.spawn()
+    child.sendline("what time is it?")
+    child.expect("late")
+    child.expect(PROMPT)
+    shown = quit_chat(child)
+    assert "thinking it over" in shown
+    assert re.search(r'✓ get_current_time \{"timezone":"UTC"\} · \d+ ms → \{"datetime"', shown)
+    assert "It is late." in shown  # rendered, not raw Markdown
+    assert "• one" in shown
