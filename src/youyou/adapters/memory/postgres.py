@@ -6,7 +6,8 @@ Two ranked lists, merged by reciprocal-rank fusion (their scores are not compara
   of ``text_index`` (stemmed English words, CJK bigrams) behind a GIN index, ranked by
   ``ts_rank``. It answers Chinese as well as English queries. Statement triggers keep the
   document frequency of every term in ``memories_terms``, so a search leaves out its most common
-  terms exactly like the SQLite store (``choose_terms``);
+  terms exactly like the SQLite store (``choose_terms``, newest ``POSTINGS_BUDGET`` matches
+  ranked when even the rarest term is common);
 - trigram similarity: ``word_similarity`` on the raw content (``gin_trgm_ops`` index). It
   catches what term matching misses (typos, partial words, CJK written with other characters
   around it). It runs only as a fallback — a short query for which full text found fewer than
@@ -77,10 +78,13 @@ _TRIGRAM_INDEX = (
 
 _COLUMNS = ", ".join(c.name for c in MEMORY_COLUMNS)
 _DOC_FREQ = text("SELECT term, docs FROM memories_terms WHERE term = ANY(:terms)")
+# Rank only the newest ``window`` matches; ts_rank is computed after the cut.
 _FULL_TEXT = text(
-    f"SELECT {_COLUMNS} FROM memories, to_tsquery('simple', :tsquery) AS q "
-    "WHERE namespace = :namespace AND search_vector @@ q "
-    "ORDER BY ts_rank(search_vector, q) DESC, updated_at DESC LIMIT :top_k"
+    f"SELECT {_COLUMNS} FROM (SELECT {_COLUMNS}, search_vector FROM memories "
+    "WHERE namespace = :namespace AND search_vector @@ to_tsquery('simple', :tsquery) "
+    "ORDER BY pk DESC LIMIT :window) AS c "
+    "ORDER BY ts_rank(search_vector, to_tsquery('simple', :tsquery)) DESC, updated_at DESC "
+    "LIMIT :top_k"
 )
 _TRIGRAM = text(
     f"SELECT {_COLUMNS} FROM memories "
@@ -137,7 +141,12 @@ class PostgresMemoryStorage(SqlMemoryStorage):
         async with self._connect(write=True) as conn:
             doc_freq = {r.term: r.docs for r in await conn.execute(_DOC_FREQ, {"terms": terms})}
             chosen = choose_terms(terms, doc_freq, POSTINGS_BUDGET)
-            params = {"tsquery": ts_query(chosen), "namespace": namespace, "top_k": top_k}
+            params = {
+                "tsquery": ts_query(chosen),
+                "namespace": namespace,
+                "window": POSTINGS_BUDGET,
+                "top_k": top_k,
+            }
             found = await _fetch(conn, _FULL_TEXT, params)
             if len(found) >= top_k or not use_trigram:
                 return found

@@ -9,14 +9,11 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Column,
-    DateTime,
-    Dialect,
     Index,
     Integer,
     MetaData,
@@ -33,30 +30,11 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
-from sqlalchemy.types import TypeDecorator
 
 from youyou.adapters.memory.text_index import index_text
+from youyou.adapters.storage.tables import UtcDateTime
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.memory import Memory
-
-
-class UtcDateTime(TypeDecorator[datetime]):
-    """Aware UTC datetimes on every backend (SQLite keeps no offset of its own)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
 
 metadata = MetaData()
 

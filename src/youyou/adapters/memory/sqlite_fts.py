@@ -8,8 +8,9 @@
 - BM25 must score every matching row, so a query term found in very many memories ("coffee" in
   a third of them) would dominate search time while adding almost nothing to the ranking (its
   IDF is near zero). ``choose_terms`` keeps the rarest terms within a postings budget, read
-  from the ``fts5vocab`` statistics (at least the rarest term is always searched). Collections
-  smaller than the budget are always ranked exactly.
+  from the ``fts5vocab`` statistics. When even the rarest term is common, only its newest
+  ``POSTINGS_BUDGET`` matches are ranked. Collections smaller than the budget are always ranked
+  exactly.
 """
 
 from __future__ import annotations
@@ -44,10 +45,13 @@ _DOC_FREQ = text("SELECT term, doc FROM memories_fts_vocab WHERE term IN :terms"
     bindparam("terms", expanding=True)
 )
 _COLUMNS = ", ".join(f"m.{c.name}" for c in MEMORY_COLUMNS)
+_COLUMN_NAMES = ", ".join(c.name for c in MEMORY_COLUMNS)
+# CROSS JOIN keeps FTS5 as the outer loop, read newest first; only the window gets a BM25 score.
 _SEARCH = text(
-    f"SELECT {_COLUMNS} FROM memories_fts JOIN memories AS m ON m.pk = memories_fts.rowid "
+    f"SELECT {_COLUMN_NAMES} FROM (SELECT {_COLUMNS}, bm25(memories_fts) AS score "
+    "FROM memories_fts CROSS JOIN memories AS m ON m.pk = memories_fts.rowid "
     "WHERE memories_fts MATCH :match AND m.namespace = :namespace "
-    "ORDER BY memories_fts.rank LIMIT :top_k"
+    "ORDER BY memories_fts.rowid DESC LIMIT :window) ORDER BY score LIMIT :top_k"
 )
 
 
@@ -84,5 +88,7 @@ class SqliteMemoryStorage(SqlMemoryStorage):
             doc_freq = {r.term: r.doc for r in await conn.execute(_DOC_FREQ, {"terms": terms})}
             chosen = choose_terms(terms, doc_freq, POSTINGS_BUDGET)
             match = " OR ".join(fts_phrase(t) for t in chosen)
-            params = {"match": match, "namespace": namespace, "top_k": top_k}
+            params = {
+                "match": match, "namespace": namespace, "window": POSTINGS_BUDGET, "top_k": top_k
+            }
             return [row_to_memory(r) for r in await conn.execute(_SEARCH, params)]
