@@ -374,6 +374,10 @@ async def test_resume_after_summary_compaction_matches_live(db_url: str) -> None
     assert isinstance(live.visible[0].message, SystemMessage)
     assert "summary two: merged" in live.visible[0].message.content
     assert len(live.visible) == 3  # summary + the last question and answer
+    # without a memory storage, resume reads nothing behind the latest compaction
+    record = resumed.handle.latest_compaction
+    assert record is not None
+    assert resumed.handle.events[0].seq == record.replaces_through_seq + 1
 
 
 def answer_or_fail_summaries(request: ChatRequest) -> ScriptedResponse:

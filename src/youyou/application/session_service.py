@@ -183,6 +183,9 @@ class SessionService:
             runtime.summary = head.summary
             runtime.context.rebuild(runtime.events, record)
             await self._answer_interrupted_calls(runtime)
+            # Convert the history for the provider now, so the first turn pays only for itself.
+            visible = runtime.context.state.visible_messages
+            runtime.requests.messages.prefix(visible, len(visible))
             runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
                 1
                 for e in runtime.events
