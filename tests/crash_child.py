@@ -42,32 +42,40 @@ MODEL = ModelInfo(
 CONFIG = AgentConfig(default_model=MODEL.model_id)
 
 
-class AckingStorage:
-    """Prints ``ACK <seq>`` once a write is durable; everything else is passed through."""
+class PassThroughStorage:
+    """A real storage behind the port; subclasses intercept the calls they care about."""
 
     def __init__(self, inner: SqlSessionStorage) -> None:
-        self._inner = inner
+        self.inner = inner
 
     async def append_event(self, session_id: str, event: LedgerEvent,
                            summary: SessionSummary) -> None:
-        await self._inner.append_event(session_id, event, summary)
-        print(f"ACK {event.seq} {event.payload.kind}", flush=True)
+        await self.inner.append_event(session_id, event, summary)
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
-        return await self._inner.load_events(session_id, after_seq)
+        return await self.inner.load_events(session_id, after_seq)
 
     async def load_head(self, session_id: str) -> SessionHead:
-        return await self._inner.load_head(session_id)
+        return await self.inner.load_head(session_id)
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
-        return await self._inner.list_sessions(query)
+        return await self.inner.list_sessions(query)
 
     async def find_sessions(self, query: SessionSearchQuery,
                             limit: int) -> Sequence[SessionSummary]:
-        return await self._inner.find_sessions(query, limit)
+        return await self.inner.find_sessions(query, limit)
 
     async def delete_session(self, session_id: str) -> None:
-        await self._inner.delete_session(session_id)
+        await self.inner.delete_session(session_id)
+
+
+class AckingStorage(PassThroughStorage):
+    """Prints ``ACK <seq> <kind>`` once a write is durable."""
+
+    async def append_event(self, session_id: str, event: LedgerEvent,
+                           summary: SessionSummary) -> None:
+        await self.inner.append_event(session_id, event, summary)
+        print(f"ACK {event.seq} {event.payload.kind}", flush=True)
 
 
 class SleepyTool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from tests.crash_child import PassThroughStorage
 from tests.kernel_kit import RecordingTool, build_agent, model, text
 from tests.plugin_kit import ScriptedPlugin
 
@@ -44,9 +45,7 @@ from youyou.domain.ledger import (
 from youyou.domain.model import ChatRequest, ProviderErrorKind
 from youyou.domain.session import (
     SearchMode,
-    SessionHead,
     SessionListQuery,
-    SessionPage,
     SessionSearchQuery,
     SessionSummary,
 )
@@ -59,11 +58,11 @@ CONFIG = AgentConfig(default_model="m1", memory_namespace="alpha", compact_thres
 LONG = " ".join(f"word{i}" for i in range(60))
 
 
-class ProxyStorage:
+class ProxyStorage(PassThroughStorage):
     """A real storage whose writes fail on demand (``fail_append`` / ``fail_delete``)."""
 
     def __init__(self, inner: SqlSessionStorage) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.fail_append: Callable[[LedgerEvent], bool] = lambda _: False
         self.fail_delete = False
 
@@ -72,19 +71,6 @@ class ProxyStorage:
         if self.fail_append(event):
             raise OSError("disk full")
         await self.inner.append_event(session_id, event, summary)
-
-    async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
-        return await self.inner.load_events(session_id, after_seq)
-
-    async def load_head(self, session_id: str) -> SessionHead:
-        return await self.inner.load_head(session_id)
-
-    async def list_sessions(self, query: SessionListQuery) -> SessionPage:
-        return await self.inner.list_sessions(query)
-
-    async def find_sessions(self, query: SessionSearchQuery,
-                            limit: int) -> Sequence[SessionSummary]:
-        return await self.inner.find_sessions(query, limit)
 
     async def delete_session(self, session_id: str) -> None:
         if self.fail_delete:
