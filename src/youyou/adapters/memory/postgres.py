@@ -78,8 +78,14 @@ _TRIGRAM_INDEX = (
 
 _COLUMNS = ", ".join(c.name for c in MEMORY_COLUMNS)
 _DOC_FREQ = text("SELECT term, docs FROM memories_terms WHERE term = ANY(:terms)")
-# Rank only the newest ``window`` matches; ts_rank is computed after the cut.
 _FULL_TEXT = text(
+    f"SELECT {_COLUMNS} FROM memories, to_tsquery('simple', :tsquery) AS q "
+    "WHERE namespace = :namespace AND search_vector @@ q "
+    "ORDER BY ts_rank(search_vector, q) DESC, updated_at DESC LIMIT :top_k"
+)
+# A query of common terms only: rank the newest ``window`` matches (dense matches make a
+# backward walk of the primary key cheap); ts_rank is computed after the cut.
+_FULL_TEXT_NEWEST = text(
     f"SELECT {_COLUMNS} FROM (SELECT {_COLUMNS}, search_vector FROM memories "
     "WHERE namespace = :namespace AND search_vector @@ to_tsquery('simple', :tsquery) "
     "ORDER BY pk DESC LIMIT :window) AS c "
@@ -147,7 +153,8 @@ class PostgresMemoryStorage(SqlMemoryStorage):
                 "window": POSTINGS_BUDGET,
                 "top_k": top_k,
             }
-            found = await _fetch(conn, _FULL_TEXT, params)
+            common = sum(doc_freq.get(t, 0) for t in chosen) > POSTINGS_BUDGET
+            found = await _fetch(conn, _FULL_TEXT_NEWEST if common else _FULL_TEXT, params)
             if len(found) >= top_k or not use_trigram:
                 return found
             await conn.exec_driver_sql(
