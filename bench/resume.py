@@ -231,13 +231,17 @@ async def bench_first_turn(storage: SqlSessionStorage, messages: int, runs: int)
     session_id = await build_session(storage, messages + 1, compacted=False)
     timed_storage = TimedStorage(storage)
     agent = await build_agent(timed_storage)
-    walls, appends = [], []
+    walls, appends, resumes = [], [], []
     for _ in range(runs + 1):
+        start = time.perf_counter()
         session = await agent.resume_session(session_id)
+        resumes.append((time.perf_counter() - start) * 1000)
         wall, append = await turn_times(agent, session, timed_storage, 1)
         walls += wall
         appends += append
         await session.close()
+    print(f"  resume of that session (it rebuilds context and provider messages) "
+          f"{statistics.median(resumes[1:]):6.2f} ms")
     report(f"first turn after resuming {messages} messages", walls[1:], appends[1:])
 
 
