@@ -1,5 +1,6 @@
 import asyncio
 import base64
+from typing import Any
 
 import pytest
 from tests.kernel_kit import RecordingTool, build_agent, model, payload_types, text
@@ -355,3 +356,40 @@ async def test_tool_results_hang_after_their_calls_in_the_ledger() -> None:
     result = next(e.payload for e in session.events if isinstance(e.payload, ToolResult))
     assert call.call.requested_arguments == call.call.effective_arguments == {"x": 5}
     assert result.result.output.metadata == {"tool": "t"}
+
+
+async def test_a_failed_tool_result_write_is_repaired_before_the_next_turn() -> None:
+    from youyou.adapters.storage.memory import InMemorySessionStorage
+
+    class FailingResults(InMemorySessionStorage):
+        fail = True
+
+        async def append_event(self, session_id: str, event: Any, summary: Any) -> None:
+            if self.fail and isinstance(event.payload, ToolResult):
+                self.fail = False
+                raise OSError("disk full")
+            await super().append_event(session_id, event, summary)
+
+    storage = FailingResults()
+    tool = RecordingTool("t")
+    agent, provider = await build_agent(
+        [ScriptedResponse.tool_calls([("c1", "t", {})]), text("recovered")],
+        tools=[tool],
+        configure=lambda b: b.register_session_storage(storage),
+    )
+    session = await agent.new_session()
+    outcome = await (await session.send_message("first")).join()
+    assert outcome.error is not None and outcome.error.code is ErrorCode.STORAGE_ERROR
+    assert (await (await session.send_message("second")).join()).status is OutcomeStatus.COMPLETED
+    repaired = [
+        e.payload
+        for e in await storage.load_events(session.session_id)
+        if isinstance(e.payload, ToolResult)
+    ]
+    assert [r.result.call_id for r in repaired] == ["c1"]
+    assert repaired[0].result.output.metadata == {
+        "synthetic": True,
+        "reason": "interrupted_before_result",
+    }
+    roles = [m.role.value for m in provider.requests[-1].messages]
+    assert roles == ["user", "assistant", "tool", "user"]

@@ -42,6 +42,8 @@ class SessionRuntime:
     cancel: CancellationToken = field(default_factory=CancellationToken)
     requests: ChatRequestBuilder = field(default_factory=ChatRequestBuilder)
     running_turn: Any = None
+    # A failed turn may leave tool calls without results: answer them before the next turn.
+    needs_repair: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property

@@ -182,7 +182,7 @@ class SessionService:
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
             runtime.context.rebuild(runtime.events, record)
-            await self._answer_interrupted_calls(runtime)
+            await self.answer_interrupted_calls(runtime)
             # Convert the history for the provider now, so the first turn pays only for itself.
             visible = runtime.context.state.visible_messages
             runtime.requests.messages.prefix(visible, len(visible))
@@ -198,7 +198,7 @@ class SessionService:
             kernel.control.rollback(reservation)
             raise
 
-    async def _answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
+    async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
         accepts: record, as a fact like any other, that each was interrupted."""
         last_user = max((i for i, e in enumerate(runtime.events)

@@ -45,7 +45,12 @@ from youyou.domain.ledger import (
 )
 from youyou.domain.model import FinishReason, ProviderErrorKind, Usage
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
-from youyou.domain.turn import ResolvedSkillInjection, TurnAugmentation, TurnOutcome
+from youyou.domain.turn import (
+    OutcomeStatus,
+    ResolvedSkillInjection,
+    TurnAugmentation,
+    TurnOutcome,
+)
 from youyou.ports.tool import ToolHandler
 
 logger = logging.getLogger(__name__)
@@ -122,6 +127,7 @@ class TurnEngine:
 
     async def _run(self, turn: _Turn) -> None:
         channel = turn.channel
+        outcome: TurnOutcome | None = None
         try:
             outcome = await self._execute(turn)
         except AgentError as err:
@@ -136,6 +142,7 @@ class TurnEngine:
             outcome = TurnOutcome.panicked(panic)
         finally:
             runtime = turn.runtime
+            runtime.needs_repair = outcome is None or outcome.status is not OutcomeStatus.COMPLETED
             if runtime.turn_state is TurnState.RUNNING:
                 runtime.turn_state = TurnState.IDLE
             runtime.running_turn = None
@@ -161,6 +168,9 @@ class TurnEngine:
                 f"turn aborted by a plugin: {start.abort.reason}",
                 source=ErrorSource.PLUGIN_MANAGER,
             )
+        if runtime.needs_repair:
+            await self._sessions.answer_interrupted_calls(runtime)
+            runtime.needs_repair = False
         prompt = await self._render_prompt(turn, start.dynamic_sections)
         estimate = await self._admit(turn, prompt)
         if channel.cancel_token.is_cancelled:
