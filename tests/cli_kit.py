@@ -32,6 +32,11 @@ PROMPT = re.compile(r"you>\x1b\[0m\r")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
+def loose(text: str) -> re.Pattern[str]:
+    """Match ``text`` on screen even where styles (escape codes) sit between its words."""
+    return re.compile(r"(?:\s|\x1b\[[0-9;]*m)+".join(re.escape(w) for w in text.split()))
+
+
 def plain(text: str) -> str:
     """Terminal output without escape sequences and carriage returns."""
     return _ANSI.sub("", text).replace("\r", "")

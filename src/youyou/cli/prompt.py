@@ -6,11 +6,18 @@ newlines (bracketed paste). Ctrl+C clears a non-empty line and quits at an empty
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import Completer, NestedCompleter, PathCompleter
+from prompt_toolkit.completion import (
+    CompleteEvent,
+    Completer,
+    Completion,
+    PathCompleter,
+    WordCompleter,
+)
+from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
@@ -21,14 +28,36 @@ PROMPT = "you> "
 CONTINUATION = "...  "
 
 
-def build_completer(skill_names: Iterable[str], model_ids: Iterable[str]) -> Completer:
-    """``/command`` and ``/skill-name`` at the start of the line, then their arguments."""
-    nested: dict[str, object] = {f"/{name}": None for name in COMMANDS}
-    nested["/mode"] = {name: None for name in MEMORY_MODE_NAMES}
-    nested["/model"] = {model: None for model in model_ids}
-    nested["/attach"] = PathCompleter(expanduser=True)
-    nested.update({f"/{name}": None for name in skill_names})
-    return NestedCompleter.from_nested_dict(nested)
+class SlashCompleter(Completer):
+    """``/command`` and ``/skill-name`` at the start of the line, then the command's argument.
+
+    Words are whitespace-delimited: names like ``disk-full`` or ``gpt-4o-mini`` are one word.
+    """
+
+    def __init__(self, skill_names: Iterable[str], model_ids: Iterable[str]) -> None:
+        names = [f"/{name}" for name in (*COMMANDS, *skill_names)]
+        self._first = WordCompleter(names, WORD=True)
+        self._arguments: dict[str, Completer] = {
+            "/mode": WordCompleter(list(MEMORY_MODE_NAMES), WORD=True),
+            "/model": WordCompleter(list(model_ids), WORD=True),
+            "/attach": PathCompleter(expanduser=True),
+        }
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
+        text = document.text_before_cursor.lstrip()
+        if not text.startswith("/"):
+            return
+        name, space, argument = text.partition(" ")
+        if not space:
+            yield from self._first.get_completions(document, complete_event)
+            return
+        completer = self._arguments.get(name)
+        if completer is not None:
+            argument = argument.lstrip()
+            yield from completer.get_completions(
+                Document(argument, len(argument)), complete_event)
 
 
 def _key_bindings() -> KeyBindings:
@@ -62,7 +91,7 @@ def build_prompt(history_file: Path, skill_names: Sequence[str],
                  model_ids: Sequence[str]) -> PromptSession[str]:
     return PromptSession(
         history=FileHistory(str(history_file)),
-        completer=build_completer(skill_names, model_ids),
+        completer=SlashCompleter(skill_names, model_ids),
         complete_while_typing=True,
         key_bindings=_key_bindings(),
         multiline=True,
