@@ -53,8 +53,12 @@ from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER, TOOL_INTERRUPTE
 
 M1, M2 = model("m1", window=2_000), model("m2", window=2_000)
 # Manual compaction keeps the scripts deterministic; a low threshold makes truncation bite.
-CONFIG = AgentConfig(default_model="m1", memory_namespace="alpha", compact_threshold=0.3,
-                     compaction=CompactionPolicy(mode=MemoryMode.MANUAL))
+CONFIG = AgentConfig(
+    default_model="m1",
+    memory_namespace="alpha",
+    compact_threshold=0.3,
+    compaction=CompactionPolicy(mode=MemoryMode.MANUAL),
+)
 LONG = " ".join(f"word{i}" for i in range(60))
 
 
@@ -66,8 +70,9 @@ class ProxyStorage(PassThroughStorage):
         self.fail_append: Callable[[LedgerEvent], bool] = lambda _: False
         self.fail_delete = False
 
-    async def append_event(self, session_id: str, event: LedgerEvent,
-                           summary: SessionSummary) -> None:
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
         if self.fail_append(event):
             raise OSError("disk full")
         await self.inner.append_event(session_id, event, summary)
@@ -122,8 +127,12 @@ async def test_append_failure_leaves_memory_as_durable_as_storage(
     storage: SqlSessionStorage, failing_kind: str
 ) -> None:
     proxy = ProxyStorage(storage)
-    agent, _ = await build_agent([text("first answer"), text("lost"), text("third answer")],
-                                 models=(M1,), config=CONFIG, configure=with_storage(proxy))
+    agent, _ = await build_agent(
+        [text("first answer"), text("lost"), text("third answer")],
+        models=(M1,),
+        config=CONFIG,
+        configure=with_storage(proxy),
+    )
     session = await agent.new_session()
     assert await turn(session, "first question") is OutcomeStatus.COMPLETED
     before = (session.events, session.summary, session.visible_messages(), session.usage())
@@ -138,12 +147,17 @@ async def test_append_failure_leaves_memory_as_durable_as_storage(
     assert session.events == tuple(durable)
     assert session.summary == (await storage.load_head(session.session_id)).summary
     if failing_kind == "user_message":
-        assert (session.events, session.summary, session.visible_messages(),
-                session.usage()) == before
+        assert (
+            session.events,
+            session.summary,
+            session.visible_messages(),
+            session.usage(),
+        ) == before
     else:  # the user message was durable before the answer failed: memory shows it, too
         assert session.events[:-1] == before[0]
         assert session.events[-1].payload == UserMessage(
-            content=(TextBlock(text="second question"),))
+            content=(TextBlock(text="second question"),)
+        )
         assert session.visible_messages()[:-1] == before[2]
 
     proxy.fail_append = lambda _: False
@@ -164,8 +178,11 @@ async def test_session_start_sees_the_durable_profile_and_abort_deletes_it(
         return Abort("rejected")
 
     plugin = ScriptedPlugin("gate", {HookKind.SESSION_START: inspect})
-    agent, _ = await build_agent(models=(M1,), config=CONFIG, configure=with_storage(
-        storage, lambda b: b.register_plugin(plugin)))
+    agent, _ = await build_agent(
+        models=(M1,),
+        config=CONFIG,
+        configure=with_storage(storage, lambda b: b.register_plugin(plugin)),
+    )
 
     with pytest.raises(AgentError) as caught:
         await agent.new_session()
@@ -189,8 +206,11 @@ async def test_session_start_abort_with_failing_delete_is_storage_error(
     proxy = ProxyStorage(storage)
     proxy.fail_delete = True
     plugin = ScriptedPlugin("gate", {HookKind.SESSION_START: Abort("rejected")})
-    agent, _ = await build_agent(models=(M1,), config=CONFIG, configure=with_storage(
-        proxy, lambda b: b.register_plugin(plugin)))
+    agent, _ = await build_agent(
+        models=(M1,),
+        config=CONFIG,
+        configure=with_storage(proxy, lambda b: b.register_plugin(plugin)),
+    )
 
     with pytest.raises(AgentError) as caught:
         await agent.new_session()
@@ -207,8 +227,12 @@ async def test_session_start_abort_with_failing_delete_is_storage_error(
 
 
 async def test_catalog_with_and_without_an_active_session(storage: SqlSessionStorage) -> None:
-    agent, _ = await build_agent([text("a1"), text("b1"), text("b2")], models=(M1,),
-                                 config=CONFIG, configure=with_storage(storage))
+    agent, _ = await build_agent(
+        [text("a1"), text("b1"), text("b2")],
+        models=(M1,),
+        config=CONFIG,
+        configure=with_storage(storage),
+    )
     catalog = agent.session_catalog()
     assert catalog is not None
     alpha = await agent.new_session()
@@ -273,9 +297,12 @@ class Snapshot:
 
 
 async def live_and_resumed(
-    db_url: str, responses: Sequence[ResponseSource], prepare: Prepare,
+    db_url: str,
+    responses: Sequence[ResponseSource],
+    prepare: Prepare,
     extra: Callable[[AgentBuilder], AgentBuilder] = lambda b: b,
-    follow_up: Sequence[ResponseSource] = (text("the next answer"),), **agent_kwargs: Any
+    follow_up: Sequence[ResponseSource] = (text("the next answer"),),
+    **agent_kwargs: Any,
 ) -> tuple[Snapshot, Snapshot]:
     """Run ``prepare`` then one more turn (``follow_up`` responses), live; and again with a
     resume in between."""
@@ -288,27 +315,31 @@ async def live_and_resumed(
         return Snapshot(visible, title, count, requests[-1], session)
 
     live_storage, twin_storage, fresh_storage = [
-        await SqlSessionStorage.open(db_url) for _ in range(3)]
+        await SqlSessionStorage.open(db_url) for _ in range(3)
+    ]
     try:
         live_agent, live_provider = await build_agent(
-            [*responses, *follow_up], configure=with_storage(live_storage, extra), **agent_kwargs)
+            [*responses, *follow_up], configure=with_storage(live_storage, extra), **agent_kwargs
+        )
         live = await live_agent.new_session()
         await prepare(live)
         live_snapshot = await snapshot(live, live_provider.requests)
 
         twin_agent, _ = await build_agent(
-            responses, configure=with_storage(twin_storage, extra), **agent_kwargs)
+            responses, configure=with_storage(twin_storage, extra), **agent_kwargs
+        )
         twin = await twin_agent.new_session()
         await prepare(twin)
         await twin.close()
         fresh_agent, fresh_provider = await build_agent(
-            follow_up, configure=with_storage(fresh_storage, extra), **agent_kwargs)
+            follow_up, configure=with_storage(fresh_storage, extra), **agent_kwargs
+        )
         resumed = await fresh_agent.resume_session(twin.session_id)
         assert resumed.latest_compaction == twin.latest_compaction
         resumed_snapshot = await snapshot(resumed, fresh_provider.requests)
         events = await fresh_storage.load_events(twin.session_id)
         assert_contiguous(events)
-        new = events[len(twin.events):]  # the new turn continues the ledger
+        new = events[len(twin.events) :]  # the new turn continues the ledger
         assert new[0].seq == twin.events[-1].seq + 1
         assert [e.payload.kind for e in new][-2:] == ["user_message", "assistant_message"]
         return live_snapshot, resumed_snapshot
@@ -354,8 +385,9 @@ async def test_resume_after_summary_compaction_matches_live(db_url: str) -> None
         assert record is not None and record.mode is CompactionMode.SUMMARY
         assert record.summary_body == "summary two: merged"
 
-    live, resumed = await live_and_resumed(db_url, responses, prepare, models=(M1,),
-                                           config=CONFIG, tools=[tool])
+    live, resumed = await live_and_resumed(
+        db_url, responses, prepare, models=(M1,), config=CONFIG, tools=[tool]
+    )
     assert_same(live, resumed)
     assert isinstance(live.visible[0].message, SystemMessage)
     assert "summary two: merged" in live.visible[0].message.content
@@ -377,8 +409,9 @@ def answer_or_fail_summaries(request: ChatRequest) -> ScriptedResponse:
 
 async def test_resume_after_truncation_compaction_matches_live(db_url: str) -> None:
     # automatic compaction at 70 % of the window keeps the newest messages that fit
-    config = AgentConfig(default_model="m1",
-                         compaction=CompactionPolicy(mode=MemoryMode.CONTEXT_PERCENT))
+    config = AgentConfig(
+        default_model="m1", compaction=CompactionPolicy(mode=MemoryMode.CONTEXT_PERCENT)
+    )
 
     async def prepare(session: SessionHandle) -> None:
         await talk(session, 0, 12)
@@ -388,14 +421,18 @@ async def test_resume_after_truncation_compaction_matches_live(db_url: str) -> N
         assert len(kept) > 4 and kept[0].source_seq == record.replaces_through_seq + 1
 
     live, resumed = await live_and_resumed(
-        db_url, [answer_or_fail_summaries] * 30, prepare,
-        follow_up=[answer_or_fail_summaries] * 2, models=(M1,), config=config)
+        db_url,
+        [answer_or_fail_summaries] * 30,
+        prepare,
+        follow_up=[answer_or_fail_summaries] * 2,
+        models=(M1,),
+        config=config,
+    )
     assert_same(live, resumed)
 
 
 async def test_several_incomplete_answers_each_keep_their_cancel_marker(db_url: str) -> None:
-    partial = [text(f"partial {i} goes on and on and on", chunks=6, delay_s=0.01)
-               for i in range(2)]
+    partial = [text(f"partial {i} goes on and on and on", chunks=6, delay_s=0.01) for i in range(2)]
     responses = [partial[0], text("complete"), partial[1]]
 
     async def prepare(session: SessionHandle) -> None:
@@ -403,11 +440,13 @@ async def test_several_incomplete_answers_each_keep_their_cancel_marker(db_url: 
         await turn(session, "two")
         await cancelled_turn(session, "three")
 
-    live, resumed = await live_and_resumed(db_url, responses, prepare, models=(M1,),
-                                           config=CONFIG)
+    live, resumed = await live_and_resumed(db_url, responses, prepare, models=(M1,), config=CONFIG)
     assert_same(live, resumed)
-    markers = [i for i, vm in enumerate(resumed.visible)
-               if vm.message == SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)]
+    markers = [
+        i
+        for i, vm in enumerate(resumed.visible)
+        if vm.message == SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)
+    ]
     assert len(markers) == 2
     for index in markers:
         before = resumed.visible[index - 1].message
@@ -422,14 +461,22 @@ async def test_skill_augmentation_is_not_replayed_after_resume(db_url: str) -> N
         assert await turn(session, "/greet the team") is OutcomeStatus.COMPLETED
 
     live, resumed = await live_and_resumed(
-        db_url, [text("HELLO TEAM")], prepare, lambda b: b.register_skill(skill),
-        models=(M1,), config=CONFIG)
+        db_url,
+        [text("HELLO TEAM")],
+        prepare,
+        lambda b: b.register_skill(skill),
+        models=(M1,),
+        config=CONFIG,
+    )
     assert_same(live, resumed)
     rendered = resumed.next_request.model_dump_json()
     assert "SAY HELLO LOUDLY" not in rendered and "/greet the team" in rendered
     ledger = resumed.handle.events
-    audits = [e.payload for e in ledger
-              if isinstance(e.payload, Metadata) and e.payload.key == "skill_invocations"]
+    audits = [
+        e.payload
+        for e in ledger
+        if isinstance(e.payload, Metadata) and e.payload.key == "skill_invocations"
+    ]
     assert [a.value for a in audits] == [[{"skill_name": "greet"}]]
     assert live.title == "the team"
 
@@ -441,15 +488,17 @@ async def test_pinned_config_survives_agent_config_changes(db_url: str) -> None:
     first = await SqlSessionStorage.open(db_url)
     second = await SqlSessionStorage.open(db_url)
     try:
-        agent, _ = await build_agent([text("hi")], models=(M1, M2), config=CONFIG,
-                                     configure=with_storage(first))
+        agent, _ = await build_agent(
+            [text("hi")], models=(M1, M2), config=CONFIG, configure=with_storage(first)
+        )
         session = await agent.new_session()
         await turn(session, "hello")
         await agent.shutdown()
 
         changed = CONFIG.model_copy(update={"default_model": "m2", "memory_namespace": "beta"})
-        agent2, provider2 = await build_agent([text("again")], models=(M1, M2), config=changed,
-                                              configure=with_storage(second))
+        agent2, provider2 = await build_agent(
+            [text("again")], models=(M1, M2), config=changed, configure=with_storage(second)
+        )
         resumed = await agent2.resume_session(session.session_id)
         assert resumed.config.pinned == session.config.pinned
         assert resumed.config.pinned.model_id == "m1"
@@ -467,14 +516,18 @@ async def test_resume_with_a_vanished_model_is_model_not_supported(db_url: str) 
     first = await SqlSessionStorage.open(db_url)
     second = await SqlSessionStorage.open(db_url)
     try:
-        agent, _ = await build_agent([text("hi")], models=(M1,), config=CONFIG,
-                                     configure=with_storage(first))
+        agent, _ = await build_agent(
+            [text("hi")], models=(M1,), config=CONFIG, configure=with_storage(first)
+        )
         session = await agent.new_session()
         await turn(session, "hello")
         await session.close()
 
-        agent2, _ = await build_agent(models=(M2,), config=CONFIG.model_copy(
-            update={"default_model": "m2"}), configure=with_storage(second))
+        agent2, _ = await build_agent(
+            models=(M2,),
+            config=CONFIG.model_copy(update={"default_model": "m2"}),
+            configure=with_storage(second),
+        )
         with pytest.raises(AgentError) as caught:
             await agent2.resume_session(session.session_id)
         assert caught.value.code is ErrorCode.MODEL_NOT_SUPPORTED
@@ -490,8 +543,9 @@ async def test_resume_answers_tool_calls_left_without_results(storage: SqlSessio
     proxy.fail_append = lambda event: event.payload.kind == "tool_result"
     tool = RecordingTool("lookup")
     calls = ScriptedResponse.tool_calls([("c1", "lookup", {"x": 1}), ("c2", "lookup", {"x": 2})])
-    agent, _ = await build_agent([calls], models=(M1,), config=CONFIG, tools=[tool],
-                                 configure=with_storage(proxy))
+    agent, _ = await build_agent(
+        [calls], models=(M1,), config=CONFIG, tools=[tool], configure=with_storage(proxy)
+    )
     session = await agent.new_session()
     outcome = await (await session.send_message("look it up")).join()
     assert outcome.error is not None and outcome.error.code is ErrorCode.STORAGE_ERROR
@@ -499,14 +553,54 @@ async def test_resume_answers_tool_calls_left_without_results(storage: SqlSessio
     durable = await storage.load_events(session.session_id)
     assert [e.payload.kind for e in durable][-2:] == ["tool_call", "tool_call"]
 
-    fresh, provider = await build_agent([text("sorry, the lookup was interrupted")],
-                                        models=(M1,), config=CONFIG, tools=[tool],
-                                        configure=with_storage(storage))
+    fresh, provider = await build_agent(
+        [text("sorry, the lookup was interrupted")],
+        models=(M1,),
+        config=CONFIG,
+        tools=[tool],
+        configure=with_storage(storage),
+    )
     resumed = await fresh.resume_session(session.session_id)
-    repairs = [e.payload for e in resumed.events[len(durable):]]
-    assert [(r.result.call_id, r.result.output.content) for r in repairs  # type: ignore[union-attr]
-            ] == [("c1", TOOL_INTERRUPTED), ("c2", TOOL_INTERRUPTED)]
+    repairs = [e.payload for e in resumed.events[len(durable) :]]
+    assert [
+        (r.result.call_id, r.result.output.content)
+        for r in repairs  # type: ignore[union-attr]
+    ] == [("c1", TOOL_INTERRUPTED), ("c2", TOOL_INTERRUPTED)]
     assert await turn(resumed, "and now?") is OutcomeStatus.COMPLETED
     sent = provider.requests[0].messages
     assert [m.tool_call_id for m in sent if m.role.value == "tool"] == ["c1", "c2"]
     assert_contiguous(await storage.load_events(session.session_id))
+
+
+async def test_memory_mode_survives_resume(db_url: str) -> None:
+    first = await SqlSessionStorage.open(db_url)
+    second = await SqlSessionStorage.open(db_url)
+    try:
+        agent, _ = await build_agent(
+            [text("hi"), text("SUMMARY")],
+            models=(M1,),
+            config=CONFIG,
+            configure=with_storage(first),
+        )
+        session = await agent.new_session()
+        await turn(session, "hello")
+        await session.set_memory_mode(MemoryMode.CONTEXT_PERCENT)
+        await session.set_memory_mode(MemoryMode.CONTEXT_PERCENT)  # unchanged: no new event
+        await agent.shutdown()
+        modes = [
+            e
+            for e in await second.load_events(session.session_id)
+            if isinstance(e.payload, Metadata) and e.payload.key == "memory_mode"
+        ]
+        assert [e.payload.value for e in modes] == [{"mode": "context_percent"}]  # type: ignore[union-attr]
+
+        agent2, _ = await build_agent(
+            [text("again")], models=(M1,), config=CONFIG, configure=with_storage(second)
+        )
+        resumed = await agent2.resume_session(session.session_id)
+        assert resumed.memory_mode is MemoryMode.CONTEXT_PERCENT
+        fresh = await build_agent([], models=(M1,), config=CONFIG)
+        assert (await fresh[0].new_session()).memory_mode is MemoryMode.MANUAL
+    finally:
+        await first.close()
+        await second.close()

@@ -15,7 +15,7 @@ from youyou.domain.context import CompactionRecord, VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
-from youyou.domain.ledger import LedgerEvent
+from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, Metadata
 from youyou.domain.session import SessionSummary
 
 UserInput = str | Sequence[ContentBlock]
@@ -96,9 +96,13 @@ class SessionHandle:
         return self.usage()
 
     async def set_memory_mode(self, mode: MemoryMode) -> ContextUsage:
-        """Switching to manual compacts at once (seed 000)."""
+        """Persisted in the ledger; switching to manual compacts at once (seed 000)."""
         self._require_idle()
         runtime = self._runtime
+        if mode is not runtime.compaction.mode:
+            await self._sessions.record(
+                runtime, Metadata(key=META_MEMORY_MODE, value={"mode": mode.value})
+            )
         runtime.compaction = runtime.compaction.model_copy(update={"mode": mode})
         if mode is MemoryMode.MANUAL:
             return await self.compact()

@@ -11,6 +11,7 @@ from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.domain.config import (
+    MemoryMode,
     ResolvedSessionConfig,
     SessionConfig,
     SessionPinnedConfig,
@@ -182,6 +183,11 @@ class SessionService:
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
             runtime.context.rebuild(runtime.events, record)
+            mode = _metadata_value(head.latest_memory_mode)
+            if mode:
+                runtime.compaction = runtime.compaction.model_copy(
+                    update={"mode": MemoryMode(mode["mode"])}
+                )
             await self.answer_interrupted_calls(runtime)
             # Convert the history for the provider now, so the first turn pays only for itself.
             visible = runtime.context.state.visible_messages

@@ -17,6 +17,7 @@ META_SESSION_PROFILE = "session_profile"
 META_SKILL_INVOCATIONS = "skill_invocations"
 META_CONTEXT_COMPACTION = "context_compaction"
 META_MEMORY_CHECKPOINT = "memory_checkpoint"
+META_MEMORY_MODE = "memory_mode"
 
 
 class _Frozen(BaseModel):

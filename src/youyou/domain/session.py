@@ -60,6 +60,7 @@ class SessionHead:
     profile: LedgerEvent
     latest_compaction: LedgerEvent | None
     latest_memory_checkpoint: LedgerEvent | None
+    latest_memory_mode: LedgerEvent | None = None
 
 
 def title_from(message: UserMessage) -> str | None:

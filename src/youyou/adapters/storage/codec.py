@@ -18,6 +18,7 @@ from youyou.domain.ledger import (
     LEDGER_SCHEMA_VERSION,
     META_CONTEXT_COMPACTION,
     META_MEMORY_CHECKPOINT,
+    META_MEMORY_MODE,
     META_SESSION_PROFILE,
     LedgerEvent,
     Metadata,
@@ -36,6 +37,7 @@ class HeadSlot(StrEnum):
     PROFILE = META_SESSION_PROFILE
     COMPACTION = META_CONTEXT_COMPACTION
     CHECKPOINT = META_MEMORY_CHECKPOINT
+    MEMORY_MODE = META_MEMORY_MODE
 
 
 def encode_event(event: LedgerEvent) -> str:

@@ -76,14 +76,14 @@ class InMemorySessionStorage:
         profile = session.heads.get(HeadSlot.PROFILE)
         if profile is None:
             raise storage_error(f"loading the head of session {session_id!r}: no session_profile")
-        compaction = session.heads.get(HeadSlot.COMPACTION)
-        checkpoint = session.heads.get(HeadSlot.CHECKPOINT)
+        latest = {slot: stored.decode() for slot, stored in session.heads.items()}
         return SessionHead(
             summary=session.summary,
             last_seq=session.events[-1].seq,
-            profile=profile.decode(),
-            latest_compaction=compaction.decode() if compaction else None,
-            latest_memory_checkpoint=checkpoint.decode() if checkpoint else None,
+            profile=latest[HeadSlot.PROFILE],
+            latest_compaction=latest.get(HeadSlot.COMPACTION),
+            latest_memory_checkpoint=latest.get(HeadSlot.CHECKPOINT),
+            latest_memory_mode=latest.get(HeadSlot.MEMORY_MODE),
         )
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:

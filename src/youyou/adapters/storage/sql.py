@@ -50,6 +50,7 @@ _SLOT_COLUMNS = {
     HeadSlot.PROFILE: sessions.c.profile_seq,
     HeadSlot.COMPACTION: sessions.c.compaction_seq,
     HeadSlot.CHECKPOINT: sessions.c.checkpoint_seq,
+    HeadSlot.MEMORY_MODE: sessions.c.memory_mode_seq,
 }
 _SUMMARY_COLUMNS = (
     sessions.c.id,
@@ -168,7 +169,8 @@ class SqlSessionStorage:
             ).one_or_none()
             if head is None:
                 raise session_not_found(session_id)
-            slots = (head.profile_seq, head.compaction_seq, head.checkpoint_seq)
+            slots = (head.profile_seq, head.compaction_seq, head.checkpoint_seq,
+                     head.memory_mode_seq)
             seqs = [seq for seq in slots if seq is not None]
             rows = (
                 await conn.execute(
@@ -186,6 +188,7 @@ class SqlSessionStorage:
             profile=events[head.profile_seq],
             latest_compaction=events.get(head.compaction_seq),
             latest_memory_checkpoint=events.get(head.checkpoint_seq),
+            latest_memory_mode=events.get(head.memory_mode_seq),
         )
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:

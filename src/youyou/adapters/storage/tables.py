@@ -65,6 +65,7 @@ sessions = Table(
     Column("profile_seq", BigInteger, nullable=True),
     Column("compaction_seq", BigInteger, nullable=True),
     Column("checkpoint_seq", BigInteger, nullable=True),
+    Column("memory_mode_seq", BigInteger, nullable=True),
     PrimaryKeyConstraint("id", name="pk_sessions"),
     # Newest-first listing and keyset paging. title_folded rides along so that SQLite, which
     # walks this index for "title contains … newest first", filters without a table lookup

@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("profile_seq", sa.BigInteger(), nullable=True),
         sa.Column("compaction_seq", sa.BigInteger(), nullable=True),
         sa.Column("checkpoint_seq", sa.BigInteger(), nullable=True),
+        sa.Column("memory_mode_seq", sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_sessions"),
     )
     op.create_index("ix_sessions_recent", "sessions", ["updated_at", "id", "title_folded"])
