@@ -21,7 +21,7 @@ def test_a_text_file_becomes_a_file_block(tmp_path: Path) -> None:
     assert isinstance(block, FileContentBlock)
     assert (block.file_name, block.media_type) == ("pods.csv", "text/csv")
     assert block.text == "name,restarts\napi,7\n"
-    assert describe(block) == "pods.csv (text/csv, 19 characters)"
+    assert describe(block) == "pods.csv (text/csv, 20 characters)"
     unknown = tmp_path / "notes"
     unknown.write_text("free text", encoding="utf-8")
     assert load_attachment(str(unknown)).model_dump()["media_type"] == "text/plain"
