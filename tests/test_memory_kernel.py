@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 
 from tests.kernel_kit import build_agent
+
 from youyou import AgentConfig, OutcomeStatus, ScriptedResponse
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.domain.ledger import Metadata
