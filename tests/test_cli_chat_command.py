@@ -156,3 +156,11 @@ def test_attach_sends_a_file_with_the_message(cli: Cli, tmp_path: Path) -> None:
     assert user.content[1].model_dump() == {
         "type": "file", "file_name": "app.log", "media_type": "text/plain",
         "text": "ERROR disk full\n"}
+
+
+def test_a_message_over_the_hard_limit_is_refused_with_its_code(cli: Cli) -> None:
+    cli.write_config(extra='\n[[providers.models]]\nid = "tiny"\ncontext_window = 400\n')
+    result = cli.run("chat", "-m", "word " * 2000)
+    assert result.returncode == 1
+    assert "CHAT_CONTEXT_LIMIT_REACHED" in result.stderr
+    assert cli.session_ids() == []  # nothing was stored, so the empty session is not kept
