@@ -21,7 +21,7 @@ import pexpect
 import yaml
 
 from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.domain.ledger import LedgerEvent
+from youyou.domain.ledger import LedgerEvent, UserMessage
 from youyou.domain.session import SessionListQuery
 
 _SCRIPT = Path(sys.executable).with_name("youyou")
@@ -104,6 +104,11 @@ class Cli:
                 await storage.close()
 
         return asyncio.run(load())
+
+    def user_messages(self) -> list[UserMessage]:
+        """User messages of every stored session, oldest session last."""
+        return [e.payload for session_id in self.session_ids()
+                for e in self.stored(session_id) if isinstance(e.payload, UserMessage)]
 
     def session_ids(self) -> list[str]:
         async def load() -> list[str]:

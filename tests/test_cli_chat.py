@@ -11,7 +11,7 @@ import pytest
 from tests.cli_kit import PROMPT, Cli, quit_chat
 
 from youyou.domain.content import TextBlock
-from youyou.domain.ledger import AssistantMessage, MessageStatus, UserMessage
+from youyou.domain.ledger import AssistantMessage, MessageStatus
 
 SLOW = {"text": "Alpha beta gamma delta epsilon zeta eta theta", "chunks": 8, "delay_ms": 250}
 
@@ -76,9 +76,7 @@ def test_ctrl_c_at_an_empty_prompt_closes_the_session_and_exits(cli: Cli) -> Non
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    [session_id] = cli.session_ids()
-    users = [e for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
-    assert len(users) == 1
+    assert len(cli.user_messages()) == 1
 
 
 def test_errors_are_shown_with_their_code_and_the_loop_goes_on(cli: Cli) -> None:

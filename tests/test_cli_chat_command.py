@@ -35,8 +35,7 @@ def test_message_dash_reads_stdin(cli: Cli) -> None:
     cli.write_config([{"text": "read it"}])
     result = cli.run("chat", "-m", "-", stdin="a question\nover two lines\n")
     assert result.returncode == 0, result.stderr
-    [session_id] = cli.session_ids()
-    [user] = [e.payload for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
+    [user] = cli.user_messages()
     assert user.content[0].text == "a question\nover two lines\n"  # type: ignore[union-attr]
 
 
@@ -151,8 +150,7 @@ def test_attach_sends_a_file_with_the_message(cli: Cli, tmp_path: Path) -> None:
     cli.write_config([{"text": "seen"}])
     result = cli.run("chat", "-m", "look", "--attach", str(log))
     assert result.returncode == 0, result.stderr
-    [session_id] = cli.session_ids()
-    [user] = [e.payload for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
+    [user] = cli.user_messages()
     assert user.content[1].model_dump() == {
         "type": "file", "file_name": "app.log", "media_type": "text/plain",
         "text": "ERROR disk full\n"}

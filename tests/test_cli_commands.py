@@ -161,8 +161,7 @@ def test_attach_sends_text_and_images_with_the_next_message_and_refuses_bad_ones
     child.expect("no attachments pending")
     child.expect(PROMPT)
     quit_chat(child)
-    [session_id] = cli.session_ids()
-    [user] = [e.payload for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
+    [user] = cli.user_messages()
     _, file_block, image = user.content
     assert isinstance(file_block, FileContentBlock) and file_block.text == "pod crashlooping\n"
     assert isinstance(image, ImageBlock) and image.mime_type == "image/png"
@@ -187,7 +186,6 @@ def test_skills_lists_and_completes_skill_names(cli: Cli, tmp_path: Path) -> Non
     child.expect("runbook followed")
     child.expect(PROMPT)
     quit_chat(child)
-    [session_id] = cli.session_ids()
-    [user] = [e.payload for e in cli.stored(session_id) if isinstance(e.payload, UserMessage)]
+    [user] = cli.user_messages()
     assert user.content[0].text == "/disk-full db-7"  # type: ignore[union-attr]
     assert "disk-full" in screen(child)

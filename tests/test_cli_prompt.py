@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.cli_kit import PROMPT, Cli, quit_chat
 
-from youyou.domain.ledger import UserMessage
+from youyou.domain.content import TextBlock
 
 
 @pytest.fixture
@@ -16,12 +16,8 @@ def cli(tmp_path: Path) -> Cli:
 
 
 def _user_texts(cli: Cli) -> list[str]:
-    return [
-        block.text
-        for session_id in cli.session_ids()
-        for event in cli.stored(session_id) if isinstance(event.payload, UserMessage)
-        for block in event.payload.content if block.type == "text"
-    ]
+    return [block.text for message in cli.user_messages()
+            for block in message.content if isinstance(block, TextBlock)]
 
 
 def test_a_trailing_backslash_continues_the_message_on_the_next_line(cli: Cli) -> None:

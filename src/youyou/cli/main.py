@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
@@ -107,41 +107,43 @@ def sessions_list(
     _finish(run(main()))
 
 
-@sessions_app.command("show")
-def sessions_show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")],
-    config: ConfigOption = None,
-) -> None:
-    """Print a session's whole history, compacted messages included."""
+SessionAction = Callable[[SqlSessionStorage, str, Console], Awaitable[None]]
+
+
+def _on_session(session_id: str, config: Path | None, action: SessionAction) -> None:
+    """Resolve an id or unique prefix, then act on that session."""
     async def main() -> int:
         console = Console()
         async with _storage(config) as storage:
-            found = await resolve_one(storage, session_id, console)
-            summary = (await storage.load_head(found)).summary
-            events = await storage.load_events(found)
-        console.print(f"[bold]{escape(summary.title)}[/]  [dim]{found} · "
-                      f"{summary.message_count} messages[/]")
-        print_transcript(console, events)
+            await action(storage, await resolve_one(storage, session_id, console), console)
         return 0
 
     _finish(run(main()))
+
+
+SessionId = Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")]
+
+
+@sessions_app.command("show")
+def sessions_show(session_id: SessionId, config: ConfigOption = None) -> None:
+    """Print a session's whole history, compacted messages included."""
+    async def show(storage: SqlSessionStorage, found: str, console: Console) -> None:
+        summary = (await storage.load_head(found)).summary
+        console.print(f"[bold]{escape(summary.title)}[/]  [dim]{found} · "
+                      f"{summary.message_count} messages[/]")
+        print_transcript(console, await storage.load_events(found))
+
+    _on_session(session_id, config, show)
 
 
 @sessions_app.command("delete")
-def sessions_delete(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")],
-    config: ConfigOption = None,
-) -> None:
+def sessions_delete(session_id: SessionId, config: ConfigOption = None) -> None:
     """Delete a session and its whole history."""
-    async def main() -> int:
-        console = Console()
-        async with _storage(config) as storage:
-            found = await resolve_one(storage, session_id, console)
-            await storage.delete_session(found)
+    async def delete(storage: SqlSessionStorage, found: str, console: Console) -> None:
+        await storage.delete_session(found)
         console.print(f"deleted {found}")
-        return 0
 
-    _finish(run(main()))
+    _on_session(session_id, config, delete)
 
 
 @db_app.command("upgrade")
