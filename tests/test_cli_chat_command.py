@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain
+from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain, screen
 
 from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
@@ -162,3 +162,23 @@ def test_a_message_over_the_hard_limit_is_refused_with_its_code(cli: Cli) -> Non
     assert result.returncode == 1
     assert "CHAT_CONTEXT_LIMIT_REACHED" in result.stderr
     assert cli.session_ids() == []  # nothing was stored, so the empty session is not kept
+
+
+def test_piped_stdin_without_message_is_one_question(cli: Cli) -> None:
+    cli.write_config([{"text": "from the pipe"}])
+    result = cli.run("chat", stdin="tail of a log\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "from the pipe\n"
+
+
+def test_interactive_resume_prints_the_history_first(cli: Cli) -> None:
+    cli.write_config([{"text": "earlier answer"}])
+    assert cli.run("chat", "-m", "earlier question").returncode == 0
+    [session_id] = cli.session_ids()
+    child = cli.spawn("--resume", session_id[:8])
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = screen(child)
+    assert child.exitstatus == 0
+    assert shown.index("earlier question") < shown.index("earlier answer") < shown.index("bye")

@@ -141,3 +141,4 @@ def test_json_view_writes_one_parseable_event_per_line() -> None:
     view.close()
     lines = out.getvalue().splitlines()
     assert [AgentEvent.model_validate(json.loads(line)) for line in lines] == events
+

@@ -109,9 +109,11 @@ class RichTurnView:
         self._tools: dict[str, _RunningTool] = {}
         self._live = Live(console=console, transient=True, auto_refresh=True,
                           refresh_per_second=10, redirect_stdout=False, redirect_stderr=False)
-        self._live.start()
 
     def handle(self, event: AgentEvent) -> None:
+        # Started on the first event: a turn refused before it starts leaves no live region.
+        if not self._live.is_started:
+            self._live.start()
         payload = event.payload
         if isinstance(payload, TextDeltaEvent):
             self._flush_reasoning(everything=True)
@@ -146,6 +148,8 @@ class RichTurnView:
         self._live.update(self._pending(), refresh=True)
 
     def close(self) -> None:
+        if not self._live.is_started:
+            return
         self._flush_all()
         self._live.update(Text(""), refresh=True)
         self._live.stop()
