@@ -77,3 +77,45 @@ async def test_cancel_stops_a_delayed_stream() -> None:
     cancel = CancellationToken()
     cancel.cancel()
     assert await events(provider, cancel) == [Done(finish_reason=FinishReason.CANCELLED)]
+
+
+async def test_unknown_error_kind_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("responses:\n  - error: {kind: rate_limit}\n")
+    with pytest.raises(AgentError) as info:
+        ScriptedProvider.from_file(path)
+    assert info.value.code is ErrorCode.INVALID_CONFIG
+    assert "error.kind" in info.value.message
+
+
+async def test_demo_calls_the_clock_tool_when_asked_the_time() -> None:
+    from youyou import ToolDescriptor
+
+    clock = ToolDescriptor(name="get_current_time", description="now")
+    asked = REQUEST.model_copy(
+        update={
+            "tools": (clock,),
+            "messages": (
+                ModelMessage(
+                    role=ModelMessageRole.USER, content=(TextBlock(text="what time is it?"),)
+                ),
+            ),
+        }
+    )
+    provider = ScriptedProvider.demo()
+    out = [e async for e in provider.chat(asked, CancellationToken())]
+    assert isinstance(out[0], ToolCallRequested) and out[0].tool_name == "get_current_time"
+    answered = asked.model_copy(
+        update={
+            "messages": (
+                *asked.messages,
+                ModelMessage(
+                    role=ModelMessageRole.TOOL,
+                    tool_call_id="demo-time",
+                    content=(TextBlock(text="2026-11-30T12:00:00Z"),),
+                ),
+            )
+        }
+    )
+    final = [e async for e in provider.chat(answered, CancellationToken())]
+    assert "2026-11-30T12:00:00Z" in "".join(e.text for e in final if isinstance(e, TextDelta))

@@ -201,19 +201,33 @@ async def _cancelled_within(cancel: CancellationToken, seconds: float) -> bool:
     return True
 
 
+_TIME_WORDS = ("time", "clock", "date", "时间", "几点", "日期")
+
+
 def demo_response(request: ChatRequest) -> ScriptedResponse:
-    """Offline answer that says what the demo is and how to configure a real model."""
+    """Offline answer that says what the demo is and how to configure a real model.
+
+    Asked about the time with ``get_current_time`` available, it calls the tool first, so the
+    demo shows a real tool round trip.
+    """
+    last = request.messages[-1] if request.messages else None
+    if last is not None and last.role is ModelMessageRole.TOOL:
+        result = " ".join(b.text for b in last.content if isinstance(b, TextBlock))
+        return ScriptedResponse.text(f"The `get_current_time` tool answered: {result}", chunks=4)
     last_user = next(
         (m for m in reversed(request.messages) if m.role is ModelMessageRole.USER), None
     )
     question = ""
     if last_user is not None:
         question = " ".join(b.text for b in last_user.content if isinstance(b, TextBlock)).strip()
+    has_clock = any(tool.name == "get_current_time" for tool in request.tools)
+    if has_clock and any(word in question.lower() for word in _TIME_WORDS):
+        return ScriptedResponse.tool_calls([("demo-time", "get_current_time", {})])
     answer = (
         "**YouYou offline demo model.** I am a scripted stand-in, not a language model.\n\n"
         f"You said: {question or '(no text)'}\n\n"
         "To talk to a real model, add a `[[providers]]` table to `youyou.toml` "
-        "(see the README, *Using real models*)."
+        "(see *Using real models* in the README)."
     )
     return ScriptedResponse.text(answer, chunks=max(1, len(answer) // 24), delay_s=0.0)
 
@@ -239,6 +253,9 @@ def _parse_response(item: object, index: int) -> ScriptedResponse:
     delay_s = float(item.get("delay_ms", 0)) / 1000
     if "error" in item:
         error = item["error"]
+        kinds = [k.value for k in ProviderErrorKind]
+        if not isinstance(error, dict) or error.get("kind", "provider") not in kinds:
+            raise _script_error(f"response #{index}: error.kind must be one of {kinds}")
         kind = ProviderErrorKind(error.get("kind", "provider"))
         return ScriptedResponse.error(kind, str(error.get("message", "scripted failure")))
     if "tool_calls" in item:
