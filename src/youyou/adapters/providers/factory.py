@@ -7,11 +7,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from youyou.adapters.providers.anthropic import AnthropicProvider
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
-from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
-from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.adapters.providers.scripted import ScriptedProvider
 from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -58,15 +55,23 @@ def build_provider(
                           base_delay_s=provider.retry_base_delay_s),
         api_model_names={m.id: m.api_name for m in provider.models if m.api_name},
     )
+    # The SDKs are imported only for the provider types in use: together they add seconds to
+    # the start of every command otherwise.
     if provider.type is ProviderType.ANTHROPIC:
+        from youyou.adapters.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(provider_id=provider.id, models=models, endpoint=endpoint,
                                  max_tokens=provider.max_tokens)
+    from youyou.adapters.providers.openai_compat import OpenAICompatProvider
+
     return OpenAICompatProvider(provider_id=provider.id, models=models, endpoint=endpoint,
                                 stream_usage=provider.stream_usage)
 
 
 def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:
     """Check the extra and the model file now, so a bad setup fails at startup."""
+    from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
+
     if importlib.util.find_spec("llama_cpp") is None:
         raise _invalid(
             f"providers[{index}]: type = 'local' needs the optional extra: "
