@@ -216,3 +216,10 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(AgentError) as info:
         load_settings(tmp_path / "missing.toml", environ={})
     assert "configuration file not found" in info.value.message
+
+
+def test_skills_dir_key(tmp_path: Path) -> None:
+    config = tmp_path / "youyou.toml"
+    config.write_text('[skills]\ndir = "/srv/runbooks"\n')
+    assert load_settings(config, environ={}).skills.dir == Path("/srv/runbooks")
+    assert load_settings(None, environ={}).skills.dir is None

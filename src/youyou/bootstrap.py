@@ -87,6 +87,7 @@ async def build_agent_from_settings(
     """
     env = os.environ if environ is None else environ
     providers = build_providers(settings, environ=env)
+    skills_dir = skills_dir if skills_dir is not None else settings.skills.dir
     loaded = load_skills_dir(skills_dir) if skills_dir is not None else None
     skills = loaded.skills if loaded else ()
     url = settings.database.url

@@ -195,6 +195,12 @@ class McpServerSettings(_Section):
         return self
 
 
+class SkillsSettings(_Section):
+    """``dir``: every ``*/SKILL.md`` under it is loaded through the shared validator."""
+
+    dir: Path | None = None
+
+
 DEMO_PROVIDER = ProviderSettings(id="scripted", type=ProviderType.SCRIPTED)
 
 
@@ -204,6 +210,7 @@ class Settings(_Section):
     agent: AgentSettings = AgentSettings()
     memory: MemorySettings = MemorySettings()
     compaction: CompactionSettings = CompactionSettings()
+    skills: SkillsSettings = SkillsSettings()
     providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
     mcp_servers: tuple[McpServerSettings, ...] = ()
 
