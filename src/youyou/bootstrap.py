@@ -8,6 +8,7 @@ from a directory of ``*/SKILL.md`` files are registered for explicit ``/name`` u
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from youyou.api.builder import AgentBuilder
 from youyou.domain.config import AgentConfig, MemoryMode
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError
+from youyou.ports.model_provider import ModelProvider
 
 # A server holds one active session per open conversation; the kernel default of 1 is for
 # embedders. An explicit ``[agent].max_active_sessions`` still wins.
@@ -36,6 +38,8 @@ MEMORY_MODE_NAMES: dict[str, MemoryMode] = {
     "context_70_percent": MemoryMode.CONTEXT_PERCENT,
     "manual": MemoryMode.MANUAL,
 }
+
+logger = logging.getLogger(__name__)
 
 
 def memory_mode_name(mode: MemoryMode) -> str:
@@ -52,12 +56,22 @@ class BuiltApp:
     memory_storage: SqlMemoryStorage | None
     skills: tuple[SkillDefinition, ...] = ()
     skill_errors: tuple[tuple[Path, SkillValidationError], ...] = ()
+    providers: tuple[ModelProvider, ...] = ()
 
     async def close(self) -> None:
-        """Shut the agent down (closing sessions extracts memories), then the storages."""
+        """Shut the agent down (closing sessions extracts memories), then providers, storages."""
         try:
             await self.agent.shutdown()
         finally:
+            for provider in self.providers:
+                close = getattr(provider, "close", None)  # HTTP clients, llama.cpp models
+                if close is not None:
+                    try:
+                        await close()
+                    except Exception:
+                        logger.warning(
+                            "closing provider %s failed", provider.provider_id, exc_info=True
+                        )
             if self.memory_storage is not None:
                 await self.memory_storage.close()
             await self.session_storage.close()
@@ -111,5 +125,12 @@ async def build_agent_from_settings(
             await memory_storage.close()
         await session_storage.close()
         raise
-    return BuiltApp(agent, settings, session_storage, memory_storage, skills,
-                    loaded.errors if loaded else ())
+    return BuiltApp(
+        agent,
+        settings,
+        session_storage,
+        memory_storage,
+        skills,
+        loaded.errors if loaded else (),
+        tuple(providers),
+    )
