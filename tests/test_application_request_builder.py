@@ -1,7 +1,7 @@
 import pytest
 from tests.kernel_kit import model
 
-from youyou import AgentError, ErrorCode, ProviderCapability, TextBlock, ToolDescriptor
+from youyou import AgentError, ErrorCode, ModelInfo, ProviderCapability, TextBlock, ToolDescriptor
 from youyou.application.request_builder import ChatRequestBuilder, RequestBuildOptions
 from youyou.domain.context import VisibleMessage
 from youyou.domain.ledger import (
@@ -14,6 +14,7 @@ from youyou.domain.ledger import (
     ToolResultRecord,
     UserMessage,
 )
+from youyou.domain.model import ChatRequest
 from youyou.domain.turn import RequestContext
 
 TOOL = ToolDescriptor(name="t", description="d")
@@ -73,40 +74,28 @@ def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
     assert (request.temperature, request.max_tokens, request.reasoning_effort) == (None,) * 3
 
 
-def test_allow_tools_false_sends_no_tools() -> None:
-    request = ChatRequestBuilder().build(
-        model=model(),
+def build_plain(builder: ChatRequestBuilder, info: ModelInfo, *, allow_tools: bool) -> ChatRequest:
+    return builder.build(
+        model=info,
         system_prompt="s",
         visible=HISTORY,
         context=context(HISTORY, []),
         tools=[TOOL],
-        options=RequestBuildOptions(allow_tools=False),
+        options=RequestBuildOptions(allow_tools=allow_tools),
     )
-    assert request.tools == ()
+
+
+def test_allow_tools_false_sends_no_tools() -> None:
+    assert build_plain(ChatRequestBuilder(), model(), allow_tools=False).tools == ()
 
 
 def test_tools_need_tool_use_only_when_allowed() -> None:
     chat_only = model("c", caps=frozenset({ProviderCapability.STREAMING}))
     builder = ChatRequestBuilder()
     with pytest.raises(AgentError) as info:
-        builder.build(
-            model=chat_only,
-            system_prompt="s",
-            visible=HISTORY,
-            context=context(HISTORY, []),
-            tools=[TOOL],
-            options=RequestBuildOptions(allow_tools=True),
-        )
+        build_plain(builder, chat_only, allow_tools=True)
     assert info.value.code is ErrorCode.MODEL_NOT_SUPPORTED
-    request = builder.build(
-        model=chat_only,
-        system_prompt="s",
-        visible=HISTORY,
-        context=context(HISTORY, []),
-        tools=[TOOL],
-        options=RequestBuildOptions(allow_tools=False),
-    )
-    assert request.tools == ()
+    assert build_plain(builder, chat_only, allow_tools=False).tools == ()
 
 
 def test_incremental_prefix_matches_a_fresh_conversion() -> None:
@@ -115,20 +104,15 @@ def test_incremental_prefix_matches_a_fresh_conversion() -> None:
     for seq in range(5, 40):
         visible.append(vm(seq, user(f"m{seq}") if seq % 2 else SystemMessage(content=f"s{seq}")))
         ctx = context(visible, [])
-        incremental = cached.build(
-            model=model(),
-            system_prompt="s",
-            visible=visible,
-            context=ctx,
-            tools=[],
-            options=RequestBuildOptions(True),
-        )
-        fresh = ChatRequestBuilder().build(
-            model=model(),
-            system_prompt="s",
-            visible=visible,
-            context=ctx,
-            tools=[],
-            options=RequestBuildOptions(True),
+        fresh, incremental = (
+            builder.build(
+                model=model(),
+                system_prompt="s",
+                visible=visible,
+                context=ctx,
+                tools=[],
+                options=RequestBuildOptions(True),
+            )
+            for builder in (ChatRequestBuilder(), cached)
         )
         assert incremental.messages == fresh.messages
