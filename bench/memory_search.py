@@ -37,6 +37,7 @@ NAMESPACE = "bench-user"
 TOP_K = 20
 BATCH = 2000
 
+
 def _words(text: str) -> list[str]:
     return text.split()
 
@@ -190,13 +191,18 @@ async def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     args = parser.parse_args()
     runners = {"sqlite": run_sqlite, "postgresql": run_postgres}
-    print(f"{'backend':<11} {'memories':>9} {'insert s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'mean ms':>8} {'hits':>5}")
+    print(
+        f"{'backend':<11} {'memories':>9} {'insert s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'mean ms':>8} {'hits':>5}"
+    )
     for backend in args.backends.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             r = await runners[backend](size, args.queries)
-            print(f"{backend:<11} {size:>9,} {r['insert_s']:>9.1f} {r['p50']:>8.2f} "
-                  f"{r['p99']:>8.2f} {r['mean']:>8.2f} {r['hits']:>5.1f}", flush=True)
+            print(
+                f"{backend:<11} {size:>9,} {r['insert_s']:>9.1f} {r['p50']:>8.2f} "
+                f"{r['p99']:>8.2f} {r['mean']:>8.2f} {r['hits']:>5.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

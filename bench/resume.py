@@ -78,8 +78,11 @@ CONFIG = AgentConfig(
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ANSWER = " ".join(f"word{i}" for i in range(50))
 COMPACTED_TAIL = 50
-SLOT_COLUMNS = {HeadSlot.PROFILE: "profile_seq", HeadSlot.COMPACTION: "compaction_seq",
-                HeadSlot.CHECKPOINT: "checkpoint_seq"}
+SLOT_COLUMNS = {
+    HeadSlot.PROFILE: "profile_seq",
+    HeadSlot.COMPACTION: "compaction_seq",
+    HeadSlot.CHECKPOINT: "checkpoint_seq",
+}
 
 
 def answer(_: ChatRequest) -> ScriptedResponse:
@@ -95,8 +98,9 @@ class TimedStorage:
         self.inner = inner
         self.append_s = 0.0
 
-    async def append_event(self, session_id: str, event: LedgerEvent,
-                           summary: SessionSummary) -> None:
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
         start = time.perf_counter()
         try:
             await self.inner.append_event(session_id, event, summary)
@@ -122,11 +126,16 @@ async def build_agent(storage: SessionStorage) -> Agent:
 
 def payload_at(seq: int, size: int, compacted: bool) -> SessionEventPayload:
     if seq == 1:
-        return Metadata(key=META_SESSION_PROFILE,
-                        value={"model_id": MODEL.model_id, "memory_namespace": "default"})
+        return Metadata(
+            key=META_SESSION_PROFILE,
+            value={"model_id": MODEL.model_id, "memory_namespace": "default"},
+        )
     if compacted and seq == size - COMPACTED_TAIL:
-        record = CompactionRecord(mode=CompactionMode.SUMMARY, replaces_through_seq=seq - 1,
-                                  summary_body="The user and the assistant talked at length.")
+        record = CompactionRecord(
+            mode=CompactionMode.SUMMARY,
+            replaces_through_seq=seq - 1,
+            summary_body="The user and the assistant talked at length.",
+        )
         return Metadata(key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json"))
     if seq % 2 == 0:
         return UserMessage(content=(TextBlock(text=f"question {seq}: how does this work?"),))
@@ -140,23 +149,43 @@ async def build_session(storage: SqlSessionStorage, size: int, *, compacted: boo
     rows: list[dict[str, Any]] = []
     slots: dict[str, int] = {}
     for seq in range(1, size + 1):
-        event = LedgerEvent(seq=seq, timestamp=T0 + timedelta(milliseconds=seq),
-                            payload=payload_at(seq, size, compacted))
+        event = LedgerEvent(
+            seq=seq,
+            timestamp=T0 + timedelta(milliseconds=seq),
+            payload=payload_at(seq, size, compacted),
+        )
         summary = next_summary(summary, session_id, event)
         slot = head_slot(event)
         if slot is not None:
             slots[SLOT_COLUMNS[slot]] = seq
-        rows.append({
-            "session_id": session_id, "seq": seq, "timestamp": event.timestamp,
-            "kind": event.payload.kind, "metadata_key": metadata_key(event),
-            "schema_version": event.schema_version, "event_json": encode_event(event),
-        })
+        rows.append(
+            {
+                "session_id": session_id,
+                "seq": seq,
+                "timestamp": event.timestamp,
+                "kind": event.payload.kind,
+                "metadata_key": metadata_key(event),
+                "schema_version": event.schema_version,
+                "event_json": encode_event(event),
+            }
+        )
     assert summary is not None
-    await bulk_insert(storage, sessions, [{
-        "id": session_id, "title": summary.title, "title_folded": fold(summary.title),
-        "created_at": summary.created_at, "updated_at": summary.updated_at,
-        "message_count": summary.message_count, "last_seq": size, **slots,
-    }])
+    await bulk_insert(
+        storage,
+        sessions,
+        [
+            {
+                "id": session_id,
+                "title": summary.title,
+                "title_folded": fold(summary.title),
+                "created_at": summary.created_at,
+                "updated_at": summary.updated_at,
+                "message_count": summary.message_count,
+                "last_seq": size,
+                **slots,
+            }
+        ],
+    )
     await bulk_insert(storage, ledger_events, rows)
     head: SessionHead = await storage.load_head(session_id)  # the fast path must match the port
     assert head.last_seq == size and (head.latest_compaction is not None) == compacted
@@ -188,8 +217,7 @@ async def resume_and_close(agent: Agent, session_id: str) -> None:
 
 async def bench_resume(storage: SqlSessionStorage, sizes: Sequence[int]) -> None:
     agent = await build_agent(storage)
-    print(f"  {'resume_session':<28}{'p50 ms':>9}{'min ms':>9}{'peak alloc MB':>15}"
-          f"{'RSS MB':>9}")
+    print(f"  {'resume_session':<28}{'p50 ms':>9}{'min ms':>9}{'peak alloc MB':>15}{'RSS MB':>9}")
     for size in sizes:
         for compacted in (False, True):
             start = time.perf_counter()
@@ -203,12 +231,15 @@ async def bench_resume(storage: SqlSessionStorage, sizes: Sequence[int]) -> None
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
             label = f"{size:>7} events{' compacted' if compacted else ''}"
-            print(f"  {label:<28}{statistics.median(times):9.2f}{min(times):9.2f}{peak:15.2f}"
-                  f"{rss_mb():9.0f}   (setup {setup:.1f} s)")
+            print(
+                f"  {label:<28}{statistics.median(times):9.2f}{min(times):9.2f}{peak:15.2f}"
+                f"{rss_mb():9.0f}   (setup {setup:.1f} s)"
+            )
 
 
-async def turn_times(agent: Agent, session: Any, storage: TimedStorage,
-                     turns: int) -> tuple[list[float], list[float]]:
+async def turn_times(
+    agent: Agent, session: Any, storage: TimedStorage, turns: int
+) -> tuple[list[float], list[float]]:
     walls, appends = [], []
     for n in range(turns):
         storage.append_s = 0.0
@@ -222,9 +253,11 @@ async def turn_times(agent: Agent, session: Any, storage: TimedStorage,
 
 def report(label: str, walls: list[float], appends: list[float]) -> None:
     kernel = [w - a for w, a in zip(walls, appends, strict=True)]
-    print(f"  {label:<44} wall {statistics.median(walls):6.2f} ms   append_event "
-          f"{statistics.median(appends):6.2f} ms   kernel {statistics.median(kernel):6.2f} ms"
-          f"   (median of {len(walls)})")
+    print(
+        f"  {label:<44} wall {statistics.median(walls):6.2f} ms   append_event "
+        f"{statistics.median(appends):6.2f} ms   kernel {statistics.median(kernel):6.2f} ms"
+        f"   (median of {len(walls)})"
+    )
 
 
 async def bench_first_turn(storage: SqlSessionStorage, messages: int, runs: int) -> None:
@@ -240,8 +273,10 @@ async def bench_first_turn(storage: SqlSessionStorage, messages: int, runs: int)
         walls += wall
         appends += append
         await session.close()
-    print(f"  resume of that session (it rebuilds context and provider messages) "
-          f"{statistics.median(resumes[1:]):6.2f} ms")
+    print(
+        f"  resume of that session (it rebuilds context and provider messages) "
+        f"{statistics.median(resumes[1:]):6.2f} ms"
+    )
     report(f"first turn after resuming {messages} messages", walls[1:], appends[1:])
 
 
@@ -260,13 +295,16 @@ async def bench_append(storage: SqlSessionStorage, count: int) -> None:
     summary: SessionSummary | None = None
     start = time.perf_counter()
     for seq in range(1, count + 1):
-        event = LedgerEvent(seq=seq, timestamp=datetime.now(UTC),
-                            payload=payload_at(seq, count, compacted=False))
+        event = LedgerEvent(
+            seq=seq, timestamp=datetime.now(UTC), payload=payload_at(seq, count, compacted=False)
+        )
         summary = next_summary(summary, session_id, event)
         await storage.append_event(session_id, event, summary)
     elapsed = time.perf_counter() - start
-    print(f"  append_event, one at a time ({count})          {count / elapsed:8.0f} events/s"
-          f"   ({elapsed / count * 1000:.2f} ms each)")
+    print(
+        f"  append_event, one at a time ({count})          {count / elapsed:8.0f} events/s"
+        f"   ({elapsed / count * 1000:.2f} ms each)"
+    )
 
 
 async def run(backend: str, sizes: Sequence[int], profile: bool) -> None:
@@ -306,8 +344,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], action="append")
-    parser.add_argument("--profile", action="store_true",
-                        help="profile resume (100k compacted) and the first turn with pyinstrument")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile resume (100k compacted) and the first turn with pyinstrument",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     for backend in args.backend or ["sqlite", "postgresql"]:

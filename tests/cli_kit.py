@@ -71,29 +71,47 @@ class Cli:
     def env(self, *, with_config: bool = True) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("YOUYOU_")}
         env.update(
-            HOME=str(self.root), XDG_DATA_HOME=str(self.root / "xdg-data"),
+            HOME=str(self.root),
+            XDG_DATA_HOME=str(self.root / "xdg-data"),
             XDG_CONFIG_HOME=str(self.root / "xdg-config"),
             XDG_STATE_HOME=str(self.root / "xdg-state"),
             XDG_CACHE_HOME=str(self.root / "xdg-cache"),
-            PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", COLUMNS="100", LINES="30",
+            PROMPT_TOOLKIT_NO_CPR="1",
+            TERM="xterm",
+            COLUMNS="100",
+            LINES="30",
         )
         if with_config:
             env["YOUYOU_CONFIG"] = str(self.config)
         return env
 
     def spawn(self, *args: str) -> pexpect.spawn:
-        child = pexpect.spawn(COMMAND[0], [*COMMAND[1:], "chat", *args], env=self.env(),
-                              cwd=str(self.root), encoding="utf-8", timeout=TIMEOUT_S,
-                              dimensions=(30, 100))
+        child = pexpect.spawn(
+            COMMAND[0],
+            [*COMMAND[1:], "chat", *args],
+            env=self.env(),
+            cwd=str(self.root),
+            encoding="utf-8",
+            timeout=TIMEOUT_S,
+            dimensions=(30, 100),
+        )
         child.logfile_read = io.StringIO()
         child.expect(PROMPT)
         return child
 
-    def run(self, *args: str, stdin: str | None = None,
-            with_config: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*COMMAND, *args], input=stdin, capture_output=True, text=True,
-                              env=self.env(with_config=with_config), cwd=str(self.root),
-                              timeout=TIMEOUT_S, check=False)
+    def run(
+        self, *args: str, stdin: str | None = None, with_config: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*COMMAND, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env(with_config=with_config),
+            cwd=str(self.root),
+            timeout=TIMEOUT_S,
+            check=False,
+        )
 
     def stored(self, session_id: str) -> list[LedgerEvent]:
         async def load() -> list[LedgerEvent]:
@@ -107,8 +125,12 @@ class Cli:
 
     def user_messages(self) -> list[UserMessage]:
         """User messages of every stored session, oldest session last."""
-        return [e.payload for session_id in self.session_ids()
-                for e in self.stored(session_id) if isinstance(e.payload, UserMessage)]
+        return [
+            e.payload
+            for session_id in self.session_ids()
+            for e in self.stored(session_id)
+            if isinstance(e.payload, UserMessage)
+        ]
 
     def session_ids(self) -> list[str]:
         async def load() -> list[str]:

@@ -14,9 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-PG_ADMIN_DSN = os.environ.get(
-    "YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test"
-)
+PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 async def _pg_available() -> bool:

@@ -36,7 +36,9 @@ from youyou.domain.session import (
 from youyou.ports.session_storage import SessionStorage
 
 MODEL = ModelInfo(
-    model_id="crash-model", display_name="crash model", context_window=1_000_000,
+    model_id="crash-model",
+    display_name="crash model",
+    context_window=1_000_000,
     capabilities=frozenset({ProviderCapability.TOOL_USE, ProviderCapability.STREAMING}),
 )
 CONFIG = AgentConfig(default_model=MODEL.model_id)
@@ -48,8 +50,9 @@ class PassThroughStorage:
     def __init__(self, inner: SqlSessionStorage) -> None:
         self.inner = inner
 
-    async def append_event(self, session_id: str, event: LedgerEvent,
-                           summary: SessionSummary) -> None:
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
         await self.inner.append_event(session_id, event, summary)
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
@@ -61,8 +64,9 @@ class PassThroughStorage:
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
         return await self.inner.list_sessions(query)
 
-    async def find_sessions(self, query: SessionSearchQuery,
-                            limit: int) -> Sequence[SessionSummary]:
+    async def find_sessions(
+        self, query: SessionSearchQuery, limit: int
+    ) -> Sequence[SessionSummary]:
         return await self.inner.find_sessions(query, limit)
 
     async def delete_session(self, session_id: str) -> None:
@@ -72,8 +76,9 @@ class PassThroughStorage:
 class AckingStorage(PassThroughStorage):
     """Prints ``ACK <seq> <kind>`` once a write is durable."""
 
-    async def append_event(self, session_id: str, event: LedgerEvent,
-                           summary: SessionSummary) -> None:
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
         await self.inner.append_event(session_id, event, summary)
         print(f"ACK {event.seq} {event.payload.kind}", flush=True)
 
@@ -83,8 +88,12 @@ class SleepyTool:
 
     @property
     def descriptor(self) -> ToolDescriptor:
-        return ToolDescriptor(name="nap", description="sleeps a little",
-                              parameters_schema={"type": "object"}, mutating=False)
+        return ToolDescriptor(
+            name="nap",
+            description="sleeps a little",
+            parameters_schema={"type": "object"},
+            mutating=False,
+        )
 
     async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:
         await asyncio.sleep(0.01)
@@ -101,7 +110,9 @@ def script() -> ScriptedProvider:
             n = next(counter)
             return ScriptedResponse.tool_calls(
                 [(f"call-{n}-a", "nap", {"n": n}), (f"call-{n}-b", "nap", {"n": n})],
-                text="checking", delay_s=0.003)
+                text="checking",
+                delay_s=0.003,
+            )
         return ScriptedResponse.text("streamed answer " * 8, chunks=8, delay_s=0.002)
 
     return ScriptedProvider(provider_id="crash", models=(MODEL,), fallback=respond)
@@ -109,16 +120,19 @@ def script() -> ScriptedProvider:
 
 def builder(storage: SessionStorage) -> AgentBuilder:
     """The agent of the child, also used by the parent to resume after a kill."""
-    return (AgentBuilder(CONFIG).register_model_provider(script()).register_tool(SleepyTool())
-            .register_session_storage(storage)
-            .with_token_counter(lambda _: ApproximateTokenCounter()))
+    return (
+        AgentBuilder(CONFIG)
+        .register_model_provider(script())
+        .register_tool(SleepyTool())
+        .register_session_storage(storage)
+        .with_token_counter(lambda _: ApproximateTokenCounter())
+    )
 
 
 async def main(url: str, session_id: str | None) -> None:
     storage = await SqlSessionStorage.open(url)
     agent = await builder(AckingStorage(storage)).build()
-    session = (await agent.resume_session(session_id) if session_id
-               else await agent.new_session())
+    session = await agent.resume_session(session_id) if session_id else await agent.new_session()
     print(f"SESSION {session.session_id}", flush=True)
     for n in itertools.count():
         outcome = await (await session.send_message(f"message {n}")).join()

@@ -42,8 +42,9 @@ _TAP_METHODS: dict[HookKind, str] = {
 }
 
 
-async def run_turn(session: SessionHandle, user_input: UserInput,
-                   options: TurnOptions | None = None) -> tuple[list[AgentEvent], TurnOutcome]:
+async def run_turn(
+    session: SessionHandle, user_input: UserInput, options: TurnOptions | None = None
+) -> tuple[list[AgentEvent], TurnOutcome]:
     """Send one message and wait for the turn: every event and the outcome."""
     turn = await session.send_message(user_input, options=options)
     events = await turn.collect()

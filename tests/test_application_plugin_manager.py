@@ -95,8 +95,11 @@ async def test_declared_hooks_must_equal_tapped_hooks(
 @pytest.mark.parametrize("step", ["initialize", "apply"])
 async def test_initialize_or_apply_raising_fails_the_build(step: str) -> None:
     boom = RuntimeError("no database")
-    plugin = ScriptedPlugin("fragile", init_error=boom if step == "initialize" else None,
-                            apply_error=boom if step == "apply" else None)
+    plugin = ScriptedPlugin(
+        "fragile",
+        init_error=boom if step == "initialize" else None,
+        apply_error=boom if step == "apply" else None,
+    )
     with pytest.raises(AgentError) as caught:
         await build_agent(configure=configure(plugin))
     assert caught.value.code is ErrorCode.PLUGIN_INIT_FAILED
@@ -109,7 +112,8 @@ async def test_a_failed_build_shuts_the_initialized_plugins_down_in_reverse(fail
     boom = RuntimeError("boom")
     a, b = ScriptedPlugin("a", journal=journal), ScriptedPlugin("b", journal=journal)
     c = ScriptedPlugin(
-        "c", journal=journal,
+        "c",
+        journal=journal,
         init_error=boom if failure == "initialize" else None,
         apply_error=boom if failure == "apply" else None,
         declared={HookKind.TURN_END} if failure == "tapped" else None,
@@ -133,8 +137,10 @@ async def test_each_plugin_gets_its_own_config_at_initialize() -> None:
 
 async def test_handlers_run_in_plugin_registration_order() -> None:
     journal: list[str] = []
-    plugins = [ScriptedPlugin(name, {HookKind.SESSION_START: Continue()}, journal=journal)
-               for name in ("z", "a", "m")]
+    plugins = [
+        ScriptedPlugin(name, {HookKind.SESSION_START: Continue()}, journal=journal)
+        for name in ("z", "a", "m")
+    ]
     manager = await initialized(*plugins)
     journal.clear()
 
@@ -150,9 +156,7 @@ async def test_first_abort_stops_the_chain() -> None:
     manager = await initialized(first, veto, never)
     journal.clear()
 
-    outcome = await manager.turn_start(
-        lambda cfg, s: TurnStartPayload("s", "t", (), (), s, cfg)
-    )
+    outcome = await manager.turn_start(lambda cfg, s: TurnStartPayload("s", "t", (), (), s, cfg))
 
     assert outcome.abort == Abort("no")
     assert journal == ["first:turn_start", "veto:turn_start"]
@@ -171,19 +175,26 @@ async def test_first_abort_stops_an_observe_chain() -> None:
 
 _PAYLOADS: dict[HookKind, Any] = {
     HookKind.SESSION_END: lambda m: m.session_end(
-        lambda cfg: SessionEndPayload("s", 0, SessionTerminationMode.CLOSE, cfg)),
+        lambda cfg: SessionEndPayload("s", 0, SessionTerminationMode.CLOSE, cfg)
+    ),
     HookKind.SESSION_START: lambda m: m.session_start("s", "m1"),
     HookKind.TURN_START: lambda m: m.turn_start(
-        lambda cfg, s: TurnStartPayload("s", "t", (), (), s, cfg)),
+        lambda cfg, s: TurnStartPayload("s", "t", (), (), s, cfg)
+    ),
     HookKind.TURN_END: lambda m: m.turn_end(
-        lambda cfg: TurnEndPayload("s", "t", (), 0, False, cfg)),
+        lambda cfg: TurnEndPayload("s", "t", (), 0, False, cfg)
+    ),
     HookKind.BEFORE_TOOL_USE: lambda m: m.before_tool_use(
-        lambda cfg, cur: BeforeToolUsePayload("s", "t", "c", "tool", {}, cur, cfg), {}),
+        lambda cfg, cur: BeforeToolUsePayload("s", "t", "c", "tool", {}, cur, cfg), {}
+    ),
     HookKind.AFTER_TOOL_USE: lambda m: m.after_tool_use(
-        lambda cfg: AfterToolUsePayload("s", "t", "c", "tool", {}, ToolOutput(content=""), 0,
-                                        True, cfg)),
+        lambda cfg: AfterToolUsePayload(
+            "s", "t", "c", "tool", {}, ToolOutput(content=""), 0, True, cfg
+        )
+    ),
     HookKind.BEFORE_COMPACT: lambda m: m.before_compact(
-        lambda cfg: BeforeCompactPayload("s", 1, 1, 1, cfg)),
+        lambda cfg: BeforeCompactPayload("s", 1, 1, 1, cfg)
+    ),
 }
 
 
@@ -230,7 +241,8 @@ async def test_a_raising_turn_start_hook_fails_the_turn_with_an_error_event() ->
     assert outcome.status is OutcomeStatus.FAILED and outcome.error is not None
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED and "broken" in outcome.error.message
     assert [e.payload.code for e in events if isinstance(e.payload, ErrorEvent)] == [
-        "PLUGIN_ABORTED"]
+        "PLUGIN_ABORTED"
+    ]
     assert provider.requests == []
 
 
@@ -281,11 +293,18 @@ async def test_no_plugin_section_without_plugins() -> None:
 async def test_before_tool_use_patches_chain_in_registration_order() -> None:
     tool = RecordingTool("probe")
     first = ScriptedPlugin("first", {HookKind.BEFORE_TOOL_USE: patch_arguments({"x": 2})})
-    second = ScriptedPlugin("second", {HookKind.BEFORE_TOOL_USE: lambda p: patch_arguments(
-        {"x": p.current_arguments["x"] * 10, "y": "added"})})
+    second = ScriptedPlugin(
+        "second",
+        {
+            HookKind.BEFORE_TOOL_USE: lambda p: patch_arguments(
+                {"x": p.current_arguments["x"] * 10, "y": "added"}
+            )
+        },
+    )
     agent, provider = await build_agent(
         [ScriptedResponse.tool_calls([("c1", "probe", {"x": 1})]), text("done")],
-        tools=[tool], configure=configure(first, second),
+        tools=[tool],
+        configure=configure(first, second),
     )
     session = await agent.new_session()
     turn = await session.send_message("go")
@@ -353,7 +372,8 @@ async def test_session_start_runs_after_the_profile_is_durable_and_abort_deletes
 
     plugin = ScriptedPlugin("gate", {HookKind.SESSION_START: inspect_storage})
     agent, _ = await build_agent(
-        configure=lambda b: configure(plugin)(b.register_session_storage(storage)))
+        configure=lambda b: configure(plugin)(b.register_session_storage(storage))
+    )
 
     with pytest.raises(AgentError) as caught:
         await agent.new_session()
@@ -370,7 +390,8 @@ async def test_session_start_abort_with_a_failing_delete_is_a_storage_error() ->
     storage = FailingDeleteStorage()
     plugin = ScriptedPlugin("gate", {HookKind.SESSION_START: abort_once("rejected")})
     agent, _ = await build_agent(
-        configure=lambda b: configure(plugin)(b.register_session_storage(storage)))
+        configure=lambda b: configure(plugin)(b.register_session_storage(storage))
+    )
 
     with pytest.raises(AgentError) as caught:
         await agent.new_session()
@@ -402,10 +423,12 @@ async def test_turn_start_abort_fails_the_turn_before_the_user_message() -> None
 async def test_turn_start_patches_append_dynamic_sections_at_the_end_of_the_prompt() -> None:
     first = ScriptedPlugin("first", {HookKind.TURN_START: sections("## Today\nsunny", "A2")})
     second = ScriptedPlugin("second", {HookKind.TURN_START: sections("B1")})
-    environment = EnvironmentContext(cwd="/w", shell="bash", current_date="2026-01-02",
-                                     timezone="UTC")
+    environment = EnvironmentContext(
+        cwd="/w", shell="bash", current_date="2026-01-02", timezone="UTC"
+    )
     agent, provider = await build_agent(
-        [text("ok")], config=AgentConfig(default_model="m1", environment_context=environment),
+        [text("ok")],
+        config=AgentConfig(default_model="m1", environment_context=environment),
         configure=configure(first, second),
     )
     session = await agent.new_session()
@@ -431,7 +454,10 @@ async def test_turn_end_abort_keeps_the_answer_and_skips_the_checkpoint() -> Non
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED
     assert events[-1].payload.type == "error"
     assert [e.payload.kind for e in session.events] == [
-        "metadata", "user_message", "assistant_message"]
+        "metadata",
+        "user_message",
+        "assistant_message",
+    ]
     payload = plugin.received(HookKind.TURN_END)[0]
     assert payload.assistant_output[0].text == "the answer" and not payload.cancelled
     assert len(provider.requests) == 1  # no extraction request
@@ -460,7 +486,8 @@ async def test_before_tool_use_abort_feeds_a_synthetic_error_back_to_the_model()
     plugin = ScriptedPlugin("guard", {HookKind.BEFORE_TOOL_USE: Abort("rm is forbidden")})
     agent, provider = await build_agent(
         [ScriptedResponse.tool_calls([("c1", "rm", {"x": 1})]), text("I could not")],
-        tools=[tool], configure=configure(plugin),
+        tools=[tool],
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     events, outcome = await run_turn(session, "clean up")
@@ -477,15 +504,22 @@ async def test_before_tool_use_abort_feeds_a_synthetic_error_back_to_the_model()
     assert kinds == ["metadata", "user_message", "tool_call", "tool_result", "assistant_message"]
 
 
-async def test_after_tool_use_abort_in_a_concurrent_batch_ends_with_one_tool_free_request(
-) -> None:
-    slow, fast, mid = (RecordingTool("slow", delay=0.06), RecordingTool("fast", delay=0.01),
-                       RecordingTool("mid", delay=0.03))
+async def test_after_tool_use_abort_in_a_concurrent_batch_ends_with_one_tool_free_request() -> None:
+    slow, fast, mid = (
+        RecordingTool("slow", delay=0.06),
+        RecordingTool("fast", delay=0.01),
+        RecordingTool("mid", delay=0.03),
+    )
     plugin = ScriptedPlugin("stopper", {HookKind.AFTER_TOOL_USE: abort_once("enough tools")})
     agent, provider = await build_agent(
-        [ScriptedResponse.tool_calls([("c1", "slow", {}), ("c2", "fast", {}), ("c3", "mid", {})]),
-         text("wrapping up")],
-        tools=[slow, fast, mid], configure=configure(plugin),
+        [
+            ScriptedResponse.tool_calls(
+                [("c1", "slow", {}), ("c2", "fast", {}), ("c3", "mid", {})]
+            ),
+            text("wrapping up"),
+        ],
+        tools=[slow, fast, mid],
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     turn = await session.send_message("go")
@@ -495,7 +529,8 @@ async def test_after_tool_use_abort_in_a_concurrent_batch_ends_with_one_tool_fre
     assert outcome.status is OutcomeStatus.COMPLETED
     assert (len(slow.calls), len(fast.calls), len(mid.calls)) == (1, 1, 1)
     assert max(t.started[0] for t in (slow, fast, mid)) < min(
-        t.finished[0] for t in (slow, fast, mid))  # all were in flight together
+        t.finished[0] for t in (slow, fast, mid)
+    )  # all were in flight together
     results = [e.payload.result.call_id for e in session.events if e.payload.kind == "tool_result"]
     assert results == ["c1", "c2", "c3"]
     assert len(provider.requests) == 2
@@ -507,9 +542,12 @@ async def test_after_tool_use_abort_then_more_tool_calls_is_plugin_aborted() -> 
     tool = RecordingTool("probe")
     plugin = ScriptedPlugin("stopper", {HookKind.AFTER_TOOL_USE: Abort("stop")})
     agent, provider = await build_agent(
-        [ScriptedResponse.tool_calls([("c1", "probe", {})]),
-         ScriptedResponse.tool_calls([("c2", "probe", {})])],
-        tools=[tool], configure=configure(plugin),
+        [
+            ScriptedResponse.tool_calls([("c1", "probe", {})]),
+            ScriptedResponse.tool_calls([("c2", "probe", {})]),
+        ],
+        tools=[tool],
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     outcome = await (await session.send_message("go")).join()
@@ -522,7 +560,8 @@ async def test_before_compact_abort_goes_to_truncation_fallback() -> None:
     plugin = ScriptedPlugin("keep", {HookKind.BEFORE_COMPACT: Abort("no summaries")})
     agent, provider = await build_agent(
         [text("short answer"), text("second answer")],
-        models=[model(window=1000)], configure=configure(plugin),
+        models=[model(window=1000)],
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     await (await session.send_message("word " * 680)).join()  # ~850 tokens of history
@@ -580,7 +619,8 @@ async def test_a_raising_after_tool_use_hook_still_leaves_every_call_answered(
     plugin = ScriptedPlugin("broken", {HookKind.AFTER_TOOL_USE: ValueError("hook bug")})
     agent, _ = await build_agent(
         [ScriptedResponse.tool_calls([("c1", "a", {}), ("c2", "b", {})])],
-        tools=tools, configure=configure(plugin),
+        tools=tools,
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     events, outcome = await run_turn(session, "go")
@@ -599,7 +639,8 @@ async def test_after_tool_use_abort_in_a_serial_batch_skips_the_remaining_calls(
     plugin = ScriptedPlugin("stopper", {HookKind.AFTER_TOOL_USE: abort_once("stop writing")})
     agent, provider = await build_agent(
         [ScriptedResponse.tool_calls([("c1", "write", {}), ("c2", "read", {})]), text("done")],
-        tools=[write, read], configure=configure(plugin),
+        tools=[write, read],
+        configure=configure(plugin),
     )
     session = await agent.new_session()
     outcome = await (await session.send_message("go")).join()
@@ -614,10 +655,12 @@ async def test_after_tool_use_abort_in_a_serial_batch_skips_the_remaining_calls(
 
 async def test_resume_does_not_fire_session_start_again() -> None:
     storage = InMemorySessionStorage()
-    plugin = ScriptedPlugin("watch", {HookKind.SESSION_START: Continue(),
-                                      HookKind.SESSION_END: Continue()})
+    plugin = ScriptedPlugin(
+        "watch", {HookKind.SESSION_START: Continue(), HookKind.SESSION_END: Continue()}
+    )
     agent, _ = await build_agent(
-        configure=lambda b: configure(plugin)(b.register_session_storage(storage)))
+        configure=lambda b: configure(plugin)(b.register_session_storage(storage))
+    )
     session = await agent.new_session()
     await session.close()
     catalog = agent.session_catalog()
@@ -626,4 +669,7 @@ async def test_resume_does_not_fire_session_start_again() -> None:
     await resumed.close()
 
     assert [kind for kind, _ in plugin.payloads] == [
-        HookKind.SESSION_START, HookKind.SESSION_END, HookKind.SESSION_END]
+        HookKind.SESSION_START,
+        HookKind.SESSION_END,
+        HookKind.SESSION_END,
+    ]

@@ -22,22 +22,30 @@ from youyou.domain.memory import Memory
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.tool import ToolDescriptor, ToolInput
 
-ENVIRONMENT = EnvironmentContext(cwd="/home/u/proj", shell="zsh", current_date="2026-03-04",
-                                 timezone="Asia/Shanghai")
+ENVIRONMENT = EnvironmentContext(
+    cwd="/home/u/proj", shell="zsh", current_date="2026-03-04", timezone="Asia/Shanghai"
+)
 SKILLS = [
     SkillDefinition(name="review", description="Review code", prompt="REVIEW-BODY"),
-    SkillDefinition(name="secret", description="Hidden", prompt="SECRET-BODY",
-                    allow_implicit_invocation=False),
+    SkillDefinition(
+        name="secret", description="Hidden", prompt="SECRET-BODY", allow_implicit_invocation=False
+    ),
 ]
-PLUGINS = [PluginDescriptor(id="audit", display_name="Audit", description="logs calls",
-                            tapped_hooks=frozenset({HookKind.TURN_END}))]
+PLUGINS = [
+    PluginDescriptor(
+        id="audit",
+        display_name="Audit",
+        description="logs calls",
+        tapped_hooks=frozenset({HookKind.TURN_END}),
+    )
+]
 
 
 def resolved(override: str | None = None) -> ResolvedSessionConfig:
-    pinned = SessionPinnedConfig(model_id="m1", system_prompt_override=override,
-                                 memory_namespace="default")
-    policy = resolve_session_runtime_policy(AgentConfig(default_model="m1"), pinned,
-                                            lambda _: True)
+    pinned = SessionPinnedConfig(
+        model_id="m1", system_prompt_override=override, memory_namespace="default"
+    )
+    policy = resolve_session_runtime_policy(AgentConfig(default_model="m1"), pinned, lambda _: True)
     return ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
 
 
@@ -54,12 +62,19 @@ def builder(**overrides: Any) -> PromptBuilder:
 
 
 def test_every_section_in_order() -> None:
-    prompt = builder().render(resolved("OVERRIDE TEXT"), PromptInputs(
-        memory_section="## Memory\n\nMEMORIES",
-        user_prompt="  USER PROMPT  ",
-        skill_catalog="## Available Skills\n- **x**: y",
-        dynamic_sections=("DYNAMIC ONE", "DYNAMIC TWO"),
-    )).system_prompt
+    prompt = (
+        builder()
+        .render(
+            resolved("OVERRIDE TEXT"),
+            PromptInputs(
+                memory_section="## Memory\n\nMEMORIES",
+                user_prompt="  USER PROMPT  ",
+                skill_catalog="## Available Skills\n- **x**: y",
+                dynamic_sections=("DYNAMIC ONE", "DYNAMIC TWO"),
+            ),
+        )
+        .system_prompt
+    )
 
     assert prompt.split("\n\n") == [
         "<system_instructions>\nBe exact.",
@@ -85,17 +100,25 @@ def test_every_section_in_order() -> None:
 
 
 def test_blank_sections_are_omitted() -> None:
-    empty = builder(system_instructions=(" ", ""), personality="  \n", environment=None,
-                    skills=[SKILLS[1]], plugins=[])
-    prompt = empty.render(resolved(), PromptInputs(user_prompt="   ", skill_catalog=None,
-                                                   dynamic_sections=("", "  "))).system_prompt
+    empty = builder(
+        system_instructions=(" ", ""),
+        personality="  \n",
+        environment=None,
+        skills=[SKILLS[1]],
+        plugins=[],
+    )
+    prompt = empty.render(
+        resolved(), PromptInputs(user_prompt="   ", skill_catalog=None, dynamic_sections=("", "  "))
+    ).system_prompt
     assert prompt == ""
 
 
 def test_only_the_present_sections_are_joined() -> None:
-    prompt = builder(system_instructions=(), personality=None, skills=[], plugins=[]).render(
-        resolved(), PromptInputs(dynamic_sections=("LAST",))
-    ).system_prompt
+    prompt = (
+        builder(system_instructions=(), personality=None, skills=[], plugins=[])
+        .render(resolved(), PromptInputs(dynamic_sections=("LAST",)))
+        .system_prompt
+    )
     assert prompt.startswith("<environment_context>\n")
     assert prompt.endswith("</environment_context>\n\nLAST")
 
@@ -108,8 +131,10 @@ class SchemaTool:
         return ToolDescriptor(
             name="quokka_lookup",
             description="ZEBRA-DESCRIPTION finds quokkas",
-            parameters_schema={"type": "object",
-                               "properties": {"platypus_param": {"type": "string"}}},
+            parameters_schema={
+                "type": "object",
+                "properties": {"platypus_param": {"type": "string"}},
+            },
         )
 
     async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:
@@ -123,9 +148,12 @@ async def test_tool_schemas_travel_only_in_request_tools() -> None:
         return b.register_skill(SKILLS[0]).register_plugin(plugin)
 
     agent, provider = await build_agent(
-        [text("ok")], tools=[SchemaTool()], configure=configure,
-        config=AgentConfig(default_model="m1", system_instructions=("Be exact.",),
-                           environment_context=ENVIRONMENT),
+        [text("ok")],
+        tools=[SchemaTool()],
+        configure=configure,
+        config=AgentConfig(
+            default_model="m1", system_instructions=("Be exact.",), environment_context=ENVIRONMENT
+        ),
     )
     session = await agent.new_session(SessionConfig(system_prompt_override="OVERRIDE"))
     await (await session.send_message("hi", options=TurnOptions(user_prompt="MY PROMPT"))).join()
@@ -137,22 +165,36 @@ async def test_tool_schemas_travel_only_in_request_tools() -> None:
     assert tool.description == "ZEBRA-DESCRIPTION finds quokkas"
     assert "platypus_param" in tool.parameters_schema["properties"]
     prompt = request.system_prompt
-    order = ["<system_instructions>", "<system_prompt_override>\nOVERRIDE", "MY PROMPT",
-             "## Skills", "## Plugins", "<environment_context>"]
+    order = [
+        "<system_instructions>",
+        "<system_prompt_override>\nOVERRIDE",
+        "MY PROMPT",
+        "## Skills",
+        "## Plugins",
+        "<environment_context>",
+    ]
     assert [prompt.index(part) for part in order] == sorted(prompt.index(p) for p in order)
 
 
 async def test_memories_sit_between_plugins_and_environment() -> None:
     memories = InMemoryMemoryStorage()
     moment = datetime(2026, 2, 1, tzinfo=UTC)
-    await memories.upsert(Memory(id="m1", namespace="default", content="User prefers tabs",
-                                 created_at=moment, updated_at=moment))
+    await memories.upsert(
+        Memory(
+            id="m1",
+            namespace="default",
+            content="User prefers tabs",
+            created_at=moment,
+            updated_at=moment,
+        )
+    )
 
     def configure(b: AgentBuilder) -> AgentBuilder:
         return b.register_plugin(ScriptedPlugin("audit")).register_memory_storage(memories)
 
     agent, provider = await build_agent(
-        [text("ok")], configure=configure,
+        [text("ok")],
+        configure=configure,
         config=AgentConfig(default_model="m1", environment_context=ENVIRONMENT),
     )
     session = await agent.new_session()

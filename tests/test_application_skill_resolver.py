@@ -14,15 +14,20 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.skill import SkillDefinition
 
 PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAA"
+    "BJRU5ErkJggg=="
 )
 
 SKILLS = {
     name: SkillDefinition(name=name, description=f"{name} things", prompt=f"Do {name} well.")
     for name in ("review", "commit", "pdf-tools", "a1")
 }
-SKILLS["hidden"] = SkillDefinition(name="hidden", description="explicit only",
-                                   prompt="Hidden steps.", allow_implicit_invocation=False)
+SKILLS["hidden"] = SkillDefinition(
+    name="hidden",
+    description="explicit only",
+    prompt="Hidden steps.",
+    allow_implicit_invocation=False,
+)
 
 
 def resolve(*blocks: ContentBlock | str) -> list[str]:

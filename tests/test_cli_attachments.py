@@ -36,10 +36,13 @@ def test_an_image_is_sent_by_value_with_the_type_its_bytes_show(tmp_path: Path) 
     assert base64.b64decode(block.data_base64) == JPEG
 
 
-@pytest.mark.parametrize(("name", "data", "message"), [
-    ("fake.png", b"not really a png", "unsupported image format"),
-    ("dump.bin", b"\xff\xfe\x00binary", "neither UTF-8 text nor"),
-])
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("fake.png", b"not really a png", "unsupported image format"),
+        ("dump.bin", b"\xff\xfe\x00binary", "neither UTF-8 text nor"),
+    ],
+)
 def test_unusable_files_are_refused_as_input_validation(
     tmp_path: Path, name: str, data: bytes, message: str
 ) -> None:

@@ -47,9 +47,11 @@ async def test_builds_a_working_agent_whose_sessions_are_stored(db_url: str) -> 
 
 
 async def test_compaction_and_agent_settings_reach_the_kernel(sqlite_url: str) -> None:
-    settings = _settings(sqlite_url, compaction={"mode": "context_70_percent",
-                                                 "hard_limit": 0.9},
-                         agent={"tool_timeout_ms": 5000})
+    settings = _settings(
+        sqlite_url,
+        compaction={"mode": "context_70_percent", "hard_limit": 0.9},
+        agent={"tool_timeout_ms": 5000},
+    )
     config = agent_config_from(settings)
     assert config.compaction.mode is MemoryMode.CONTEXT_PERCENT
     assert config.compaction.hard_limit == 0.9
@@ -66,8 +68,9 @@ async def test_compaction_and_agent_settings_reach_the_kernel(sqlite_url: str) -
 async def test_many_sessions_may_be_active_unless_the_file_says_otherwise(
     sqlite_url: str,
 ) -> None:
-    assert agent_config_from(_settings(sqlite_url)).max_active_sessions \
-        == SERVER_MAX_ACTIVE_SESSIONS
+    assert (
+        agent_config_from(_settings(sqlite_url)).max_active_sessions == SERVER_MAX_ACTIVE_SESSIONS
+    )
     assert agent_config_from(_settings(sqlite_url), 3).max_active_sessions == 3
     limited = _settings(sqlite_url, agent={"max_active_sessions": 1})
     assert agent_config_from(limited).max_active_sessions == 1
@@ -101,7 +104,8 @@ async def test_valid_skills_are_registered_and_invalid_files_returned(
 ) -> None:
     (tmp_path / "good").mkdir()
     (tmp_path / "good" / "SKILL.md").write_text(
-        "---\nname: good\ndescription: A fine skill\n---\nDo the fine thing.\n", encoding="utf-8")
+        "---\nname: good\ndescription: A fine skill\n---\nDo the fine thing.\n", encoding="utf-8"
+    )
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "SKILL.md").write_text("no frontmatter", encoding="utf-8")
     app = await build_agent_from_settings(_settings(sqlite_url), skills_dir=tmp_path)
@@ -124,9 +128,17 @@ async def test_a_provider_without_its_key_fails_before_any_storage_is_opened(
     tmp_path: Path,
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'never.db'}"
-    settings = _settings(url, providers=[{
-        "id": "openai", "type": "openai", "api_key_env": "YOUYOU_TEST_UNSET_KEY",
-        "models": [{"id": "gpt-x", "context_window": 8000}]}])
+    settings = _settings(
+        url,
+        providers=[
+            {
+                "id": "openai",
+                "type": "openai",
+                "api_key_env": "YOUYOU_TEST_UNSET_KEY",
+                "models": [{"id": "gpt-x", "context_window": 8000}],
+            }
+        ],
+    )
     with pytest.raises(AgentError) as caught:
         await build_agent_from_settings(settings, environ={})
     assert caught.value.code is ErrorCode.INVALID_CONFIG

@@ -24,7 +24,8 @@ def cli(tmp_path: Path) -> Cli:
 def _assistant_texts(cli: Cli, session_id: str) -> list[tuple[str, MessageStatus]]:
     return [
         ("".join(b.text for b in e.payload.content if isinstance(b, TextBlock)), e.payload.status)
-        for e in cli.stored(session_id) if isinstance(e.payload, AssistantMessage)
+        for e in cli.stored(session_id)
+        if isinstance(e.payload, AssistantMessage)
     ]
 
 
@@ -80,10 +81,12 @@ def test_ctrl_c_at_an_empty_prompt_closes_the_session_and_exits(cli: Cli) -> Non
 
 
 def test_errors_are_shown_with_their_code_and_the_loop_goes_on(cli: Cli) -> None:
-    cli.write_config([
-        {"error": {"kind": "provider", "message": "upstream exploded"}},
-        {"text": "still here"},
-    ])
+    cli.write_config(
+        [
+            {"error": {"kind": "provider", "message": "upstream exploded"}},
+            {"text": "still here"},
+        ]
+    )
     child = cli.spawn()
     child.sendline("/no-such-skill please")
     child.expect("SKILL_NOT_FOUND")
@@ -102,12 +105,20 @@ def test_errors_are_shown_with_their_code_and_the_loop_goes_on(cli: Cli) -> None
 
 
 def test_the_answer_is_rendered_as_markdown_and_tools_show_their_result(cli: Cli) -> None:
-    cli.write_config([
-        {"tool_calls": [
-            {"id": "c1", "name": "get_current_time", "arguments": {"timezone": "UTC"}}]},
-        {"reasoning": "thinking it over", "text": "It is **late**.\n\n- one\n- two",
-         "chunks": 3},
-    ])
+    cli.write_config(
+        [
+            {
+                "tool_calls": [
+                    {"id": "c1", "name": "get_current_time", "arguments": {"timezone": "UTC"}}
+                ]
+            },
+            {
+                "reasoning": "thinking it over",
+                "text": "It is **late**.\n\n- one\n- two",
+                "chunks": 3,
+            },
+        ]
+    )
     child = cli.spawn()
     child.sendline("what time is it?")
     child.expect("late")

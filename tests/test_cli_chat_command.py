@@ -47,8 +47,10 @@ def test_json_prints_the_event_stream_as_json_lines(cli: Cli) -> None:
     types = [e["payload"]["type"] for e in events]
     assert types == ["turn_started", "text_delta", "text_delta", "text_delta", "turn_complete"]
     assert [e["sequence"] for e in events] == [1, 2, 3, 4, 5]
-    assert "".join(e["payload"]["text"] for e in events if e["payload"]["type"] == "text_delta") \
+    assert (
+        "".join(e["payload"]["text"] for e in events if e["payload"]["type"] == "text_delta")
         == "one two three"
+    )
     assert events[-1]["payload"]["context"]["window"] == 32_000
 
 
@@ -63,8 +65,9 @@ def test_json_carries_the_error_event(cli: Cli) -> None:
     cli.write_config([{"error": {"kind": "provider", "message": "boom"}}])
     result = cli.run("chat", "-m", "hi", "--json")
     assert result.returncode == 1
-    errors = [json.loads(line)["payload"] for line in result.stdout.splitlines()
-              if '"error"' in line]
+    errors = [
+        json.loads(line)["payload"] for line in result.stdout.splitlines() if '"error"' in line
+    ]
     assert errors and errors[-1]["code"] == "PROVIDER_ERROR"
 
 
@@ -77,8 +80,11 @@ def test_resume_continues_a_session_with_its_history(cli: Cli) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == "second answer\n"
     assert cli.session_ids() == [session_id]
-    messages = [e.payload for e in cli.stored(session_id)
-                if isinstance(e.payload, UserMessage | AssistantMessage)]
+    messages = [
+        e.payload
+        for e in cli.stored(session_id)
+        if isinstance(e.payload, UserMessage | AssistantMessage)
+    ]
     assert len(messages) == 4
 
 
@@ -116,8 +122,11 @@ def test_invalid_skill_files_are_reported_with_every_rule_and_valid_ones_load(
     cli: Cli, tmp_path: Path
 ) -> None:
     skills = tmp_path / "skills"
-    _write_skill(skills, "disk-full", "---\nname: disk-full\ndescription: Free disk space\n---\n"
-                 "Check df -h first.\n")
+    _write_skill(
+        skills,
+        "disk-full",
+        "---\nname: disk-full\ndescription: Free disk space\n---\nCheck df -h first.\n",
+    )
     _write_skill(skills, "broken", "---\nname: Bad_Name\ndescription: ''\n---\nbody\n")
     cli.write_config([{"text": "following the runbook"}])
     result = cli.run("chat", "--skills", str(skills), "-m", "/disk-full the db host")
@@ -126,8 +135,11 @@ def test_invalid_skill_files_are_reported_with_every_rule_and_valid_ones_load(
     assert "skill.name_charset" in result.stderr or "skill.name" in result.stderr
     assert result.stderr.count("\n  - ") >= 2  # both failing rules are listed
     [session_id] = cli.session_ids()
-    audits = [e.payload for e in cli.stored(session_id)
-              if isinstance(e.payload, Metadata) and e.payload.key == META_SKILL_INVOCATIONS]
+    audits = [
+        e.payload
+        for e in cli.stored(session_id)
+        if isinstance(e.payload, Metadata) and e.payload.key == META_SKILL_INVOCATIONS
+    ]
     assert audits and "disk-full" in json.dumps(audits[0].value)
     unknown = cli.run("chat", "--skills", str(skills), "-m", "/broken please")
     assert unknown.returncode == 1 and "SKILL_NOT_FOUND" in unknown.stderr
@@ -135,8 +147,14 @@ def test_invalid_skill_files_are_reported_with_every_rule_and_valid_ones_load(
 
 def test_message_in_a_terminal_is_rendered(cli: Cli) -> None:
     cli.write_config([{"text": "Use **df -h**.", "chunks": 2}])
-    child = pexpect.spawn(COMMAND[0], [*COMMAND[1:], "chat", "-m", "disk?"], env=cli.env(),
-                          encoding="utf-8", timeout=TIMEOUT_S, dimensions=(30, 100))
+    child = pexpect.spawn(
+        COMMAND[0],
+        [*COMMAND[1:], "chat", "-m", "disk?"],
+        env=cli.env(),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+        dimensions=(30, 100),
+    )
     child.expect(pexpect.EOF)
     child.close()
     shown = plain(child.before or "")
@@ -152,8 +170,11 @@ def test_attach_sends_a_file_with_the_message(cli: Cli, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     [user] = cli.user_messages()
     assert user.content[1].model_dump() == {
-        "type": "file", "file_name": "app.log", "media_type": "text/plain",
-        "text": "ERROR disk full\n"}
+        "type": "file",
+        "file_name": "app.log",
+        "media_type": "text/plain",
+        "text": "ERROR disk full\n",
+    }
 
 
 def test_a_message_over_the_hard_limit_is_refused_with_its_code(cli: Cli) -> None:

@@ -25,16 +25,24 @@ def cli(tmp_path: Path) -> Cli:
 
 def _seed_sessions(cli: Cli, *session_ids: str) -> None:
     """Stored sessions with chosen ids (to make an id prefix ambiguous on purpose)."""
+
     async def seed() -> None:
         storage = await SqlSessionStorage.open(cli.db_url)
         try:
             for session_id in session_ids:
-                event = LedgerEvent(seq=1, timestamp=datetime.now(UTC), payload=Metadata(
-                    key=META_SESSION_PROFILE,
-                    value={"model_id": "youyou-demo", "system_prompt_override": None,
-                           "memory_namespace": "default"}))
-                await storage.append_event(session_id, event,
-                                           next_summary(None, session_id, event))
+                event = LedgerEvent(
+                    seq=1,
+                    timestamp=datetime.now(UTC),
+                    payload=Metadata(
+                        key=META_SESSION_PROFILE,
+                        value={
+                            "model_id": "youyou-demo",
+                            "system_prompt_override": None,
+                            "memory_namespace": "default",
+                        },
+                    ),
+                )
+                await storage.append_event(session_id, event, next_summary(None, session_id, event))
         finally:
             await storage.close()
 
@@ -48,8 +56,19 @@ def test_help_lists_every_command(cli: Cli) -> None:
     child.expect("use a skill explicitly")
     child.expect(PROMPT)
     shown = quit_chat(child)
-    for command in ("/skills", "/compact", "/mode", "/usage", "/sessions", "/resume", "/new",
-                    "/model", "/attach", "/memories", "/exit"):
+    for command in (
+        "/skills",
+        "/compact",
+        "/mode",
+        "/usage",
+        "/sessions",
+        "/resume",
+        "/new",
+        "/model",
+        "/attach",
+        "/memories",
+        "/exit",
+    ):
         assert command in shown
 
 
@@ -57,8 +76,9 @@ def test_resume_by_prefix_restores_the_history_and_lists_ambiguous_candidates(cl
     cli.write_config([{"text": "the first answer"}])
     assert cli.run("chat", "-m", "the first question").returncode == 0
     [stored] = cli.session_ids()
-    _seed_sessions(cli, "abcd0001-0000-4000-8000-000000000000",
-                   "abcd0002-0000-4000-8000-000000000000")
+    _seed_sessions(
+        cli, "abcd0001-0000-4000-8000-000000000000", "abcd0002-0000-4000-8000-000000000000"
+    )
     cli.write_config([{"text": "the second answer"}])
     child = cli.spawn()
     child.sendline("/sessions first")
@@ -173,7 +193,8 @@ def test_skills_lists_and_completes_skill_names(cli: Cli, tmp_path: Path) -> Non
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(
         "---\nname: disk-full\ndescription: Free disk space on a host\n---\nRun df -h.\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     cli.write_config([{"text": "runbook followed"}])
     child = cli.spawn("--skills", str(tmp_path / "skills"))
     child.sendline("/skills")

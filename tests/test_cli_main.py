@@ -80,8 +80,14 @@ def test_a_bad_configuration_exits_2_naming_the_key(cli: Cli) -> None:
 
 
 def test_python_dash_m_youyou_runs_the_same_app(cli: Cli) -> None:
-    result = subprocess.run([sys.executable, "-m", "youyou", "--help"], capture_output=True,
-                            text=True, env=cli.env(), timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "youyou", "--help"],
+        capture_output=True,
+        text=True,
+        env=cli.env(),
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0
     for command in ("chat", "sessions", "db"):
         assert command in result.stdout

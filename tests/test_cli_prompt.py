@@ -16,8 +16,12 @@ def cli(tmp_path: Path) -> Cli:
 
 
 def _user_texts(cli: Cli) -> list[str]:
-    return [block.text for message in cli.user_messages()
-            for block in message.content if isinstance(block, TextBlock)]
+    return [
+        block.text
+        for message in cli.user_messages()
+        for block in message.content
+        if isinstance(block, TextBlock)
+    ]
 
 
 def test_a_trailing_backslash_continues_the_message_on_the_next_line(cli: Cli) -> None:

@@ -38,8 +38,16 @@ from youyou.domain.model import Usage
 
 
 def _events(*payloads: AgentEventPayload) -> list[AgentEvent]:
-    return [AgentEvent(session_id="s", turn_id="t", timestamp=datetime(2026, 1, 1, tzinfo=UTC),
-                       sequence=n, payload=p) for n, p in enumerate(payloads, 1)]
+    return [
+        AgentEvent(
+            session_id="s",
+            turn_id="t",
+            timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+            sequence=n,
+            payload=p,
+        )
+        for n, p in enumerate(payloads, 1)
+    ]
 
 
 def _console() -> tuple[Console, io.StringIO]:
@@ -76,8 +84,10 @@ def test_context_line_turns_yellow_at_70_and_red_at_95_percent() -> None:
     assert style(700) == "yellow"
     assert style(949) == "yellow"
     assert style(950) == "red bold"
-    assert context_line(ContextUsage.of(1234, 32000, True)).plain == \
-        "context 1,234 / 32,000 tokens (3.9 %)"
+    assert (
+        context_line(ContextUsage.of(1234, 32000, True)).plain
+        == "context 1,234 / 32,000 tokens (3.9 %)"
+    )
 
 
 def test_rich_view_prints_markdown_reasoning_tools_and_usage() -> None:
@@ -87,8 +97,12 @@ def test_rich_view_prints_markdown_reasoning_tools_and_usage() -> None:
         TurnStarted(user_message_seq=2),
         ReasoningDeltaEvent(text="checking the clock"),
         ToolCallStart(call_id="c1", tool_name="get_current_time", arguments={"timezone": "UTC"}),
-        ToolCallEnd(call_id="c1", tool_name="get_current_time",
-                    output=ToolOutput(content="12:00\nmore"), duration_ms=7),
+        ToolCallEnd(
+            call_id="c1",
+            tool_name="get_current_time",
+            output=ToolOutput(content="12:00\nmore"),
+            duration_ms=7,
+        ),
         ContextCompacted(mode=CompactionMode.SUMMARY, replaces_through_seq=9),
         TextDeltaEvent(text="It is **noon**.\n\n- a"),
         TextDeltaEvent(text="\n- b"),
@@ -103,8 +117,11 @@ def test_rich_view_prints_markdown_reasoning_tools_and_usage() -> None:
     assert "It is noon." in text and "**" not in text
     assert "• a" in text and "• b" in text
     assert "context 800 / 1,000 tokens (80.0 %)" in text
-    assert text.index("checking the clock") < text.index("get_current_time") \
+    assert (
+        text.index("checking the clock")
+        < text.index("get_current_time")
         < text.index("It is noon.")
+    )
 
 
 def test_rich_view_keeps_a_cancelled_partial_answer_and_says_so() -> None:
@@ -141,4 +158,3 @@ def test_json_view_writes_one_parseable_event_per_line() -> None:
     view.close()
     lines = out.getvalue().splitlines()
     assert [AgentEvent.model_validate(json.loads(line)) for line in lines] == events
-

@@ -42,7 +42,11 @@ EXISTING = [
 def context() -> MutationContext:
     ids = count(1)
     return MutationContext(
-        namespace="ns", now=NOW, session_id="s1", seq_start=5, seq_end=9,
+        namespace="ns",
+        now=NOW,
+        session_id="s1",
+        seq_start=5,
+        seq_end=9,
         new_id=lambda: f"new{next(ids)}",
     )
 
@@ -62,23 +66,41 @@ def test_prompt_asks_for_strict_json_with_the_four_ops() -> None:
 
 
 def test_all_four_ops_become_mutations_with_provenance() -> None:
-    text = json.dumps({"mutations": [
-        {"op": "create", "content": "User is a backend engineer", "reason": "said so"},
-        {"op": "update", "id": "m1", "content": "User prefers coffee now", "reason": "changed"},
-        {"op": "delete", "id": "m2", "reason": "moved"},
-        {"op": "skip", "reason": "small talk"},
-    ]})
+    text = json.dumps(
+        {
+            "mutations": [
+                {"op": "create", "content": "User is a backend engineer", "reason": "said so"},
+                {
+                    "op": "update",
+                    "id": "m1",
+                    "content": "User prefers coffee now",
+                    "reason": "changed",
+                },
+                {"op": "delete", "id": "m2", "reason": "moved"},
+                {"op": "skip", "reason": "small talk"},
+            ]
+        }
+    )
     mutations, warnings = parse(text)
     assert warnings == []
     created = Memory(
-        id="new1", namespace="ns", content="User is a backend engineer", created_at=NOW,
-        updated_at=NOW, source_session_id="s1", source_seq_start=5, source_seq_end=9,
+        id="new1",
+        namespace="ns",
+        content="User is a backend engineer",
+        created_at=NOW,
+        updated_at=NOW,
+        source_session_id="s1",
+        source_seq_start=5,
+        source_seq_end=9,
     )
     updated = created.model_copy(
         update={"id": "m1", "content": "User prefers coffee now", "created_at": OLD}
     )
     assert mutations == [
-        CreateMemory(created), UpdateMemory(updated), DeleteMemory("m2"), SkipMemory("small talk")
+        CreateMemory(created),
+        UpdateMemory(updated),
+        DeleteMemory("m2"),
+        SkipMemory("small talk"),
     ]
 
 
@@ -118,18 +140,22 @@ def test_unusable_output_is_a_warning_without_mutations(text: str, warning: str)
 
 
 def test_bad_items_are_rejected_one_by_one() -> None:
-    text = json.dumps({"mutations": [
-        {"op": "merge", "id": "m1"},
-        {"op": "update", "id": "ghost", "content": "x"},
-        {"op": "delete", "id": "ghost"},
-        {"op": "delete", "id": 7},
-        {"op": "update", "id": "m1"},
-        {"op": "create", "content": "   "},
-        "create something",
-        {"op": "delete", "id": "m2"},
-        {"op": "update", "id": "m2", "content": "用户搬到了上海"},
-        {"op": "create", "content": "Keeps a cat"},
-    ]})
+    text = json.dumps(
+        {
+            "mutations": [
+                {"op": "merge", "id": "m1"},
+                {"op": "update", "id": "ghost", "content": "x"},
+                {"op": "delete", "id": "ghost"},
+                {"op": "delete", "id": 7},
+                {"op": "update", "id": "m1"},
+                {"op": "create", "content": "   "},
+                "create something",
+                {"op": "delete", "id": "m2"},
+                {"op": "update", "id": "m2", "content": "用户搬到了上海"},
+                {"op": "create", "content": "Keeps a cat"},
+            ]
+        }
+    )
     mutations, warnings = parse(text)
     assert mutations[0] == DeleteMemory("m2")
     assert isinstance(mutations[1], CreateMemory)
@@ -142,19 +168,36 @@ def test_bad_items_are_rejected_one_by_one() -> None:
 
 
 def test_extraction_input_lists_window_and_all_memories() -> None:
-    call = ToolCallRecord(call_id="c1", tool_name="weather", requested_arguments={},
-                          effective_arguments={"city": "北京"})
+    call = ToolCallRecord(
+        call_id="c1",
+        tool_name="weather",
+        requested_arguments={},
+        effective_arguments={"city": "北京"},
+    )
     events = [
-        event(5, UserMessage(content=(
-            TextBlock(text="我下周搬去上海"), ImageBlock(mime_type="image/png", data_base64="AA=="),
-            FileContentBlock(file_name="notes.md", text="moving checklist"),
-        ))),
+        event(
+            5,
+            UserMessage(
+                content=(
+                    TextBlock(text="我下周搬去上海"),
+                    ImageBlock(mime_type="image/png", data_base64="AA=="),
+                    FileContentBlock(file_name="notes.md", text="moving checklist"),
+                )
+            ),
+        ),
         event(6, ToolCall(call=call)),
-        event(7, ToolResult(result=ToolResultRecord(
-            call_id="c1", tool_name="weather", output=ToolOutput(content="晴" * 5000)))),
+        event(
+            7,
+            ToolResult(
+                result=ToolResultRecord(
+                    call_id="c1", tool_name="weather", output=ToolOutput(content="晴" * 5000)
+                )
+            ),
+        ),
         event(8, Metadata(key="context_compaction", value={"x": 1})),
-        event(9, AssistantMessage(content=(TextBlock(text="好的"),),
-                                  status=MessageStatus.INCOMPLETE)),
+        event(
+            9, AssistantMessage(content=(TextBlock(text="好的"),), status=MessageStatus.INCOMPLETE)
+        ),
     ]
     rendered = render_extraction_input("s1", events, EXISTING)
     assert 'session_id="s1" from_seq="5" to_seq="9"' in rendered

@@ -87,9 +87,9 @@ class ScriptedModel:
         return self.reply
 
 
-def setup(reply: str | AgentError = "", fail: bool = False) -> tuple[
-    MemoryManager, RecordingStorage, ScriptedModel, list[str]
-]:
+def setup(
+    reply: str | AgentError = "", fail: bool = False
+) -> tuple[MemoryManager, RecordingStorage, ScriptedModel, list[str]]:
     journal: list[str] = []
     storage = RecordingStorage(journal, fail)
     model = ScriptedModel(journal, reply)
@@ -160,8 +160,9 @@ async def test_query_uses_top_level_text_without_skill_triggers() -> None:
 )
 async def test_input_without_query_text_skips_search(blocks: list[ContentBlock]) -> None:
     manager, storage, _, journal = setup()
-    state = SessionMemoryState(bootstrap_memories=[mem("b", "boot")],
-                               last_turn_memories=[mem("stale", "x")])
+    state = SessionMemoryState(
+        bootstrap_memories=[mem("b", "boot")], last_turn_memories=[mem("stale", "x")]
+    )
     assert await manager.prepare_turn_memories(blocks, state, "ns", 5) == [mem("b", "boot")]
     assert journal == [] and storage.queries == []
     assert state.last_turn_memories == []
@@ -180,8 +181,9 @@ async def test_turn_memories_merge_after_bootstrap_deduped_and_capped() -> None:
 
 async def test_search_failure_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     manager, _, _, _ = setup(fail=True)
-    state = SessionMemoryState(bootstrap_memories=[mem("b", "boot")],
-                               last_turn_memories=[mem("stale", "x")])
+    state = SessionMemoryState(
+        bootstrap_memories=[mem("b", "boot")], last_turn_memories=[mem("stale", "x")]
+    )
     with caplog.at_level(logging.WARNING):
         merged = await manager.prepare_turn_memories([TextBlock(text="咖啡")], state, "ns", 5)
     assert merged == [mem("b", "boot")]
@@ -204,12 +206,17 @@ async def test_extraction_calls_list_all_then_model_then_writes() -> None:
         {"op": "skip", "reason": "nothing else"},
     )
     result = await manager.run_extraction(
-        session_id="sess-1", events=window("我有一只猫叫 Mochi", "好的", "I drink coffee now"),
-        namespace="ns", model_id="memory-model",
+        session_id="sess-1",
+        events=window("我有一只猫叫 Mochi", "好的", "I drink coffee now"),
+        namespace="ns",
+        model_id="memory-model",
     )
     assert journal == ["list_all", "complete", "upsert", "upsert", "delete"]
     assert [type(m) for m in result.mutations] == [
-        CreateMemory, UpdateMemory, DeleteMemory, SkipMemory
+        CreateMemory,
+        UpdateMemory,
+        DeleteMemory,
+        SkipMemory,
     ]
     assert result.warnings == ()
     [request] = model.requests
@@ -231,7 +238,9 @@ async def test_extraction_calls_list_all_then_model_then_writes() -> None:
     assert len(created.id) == 32 and created.content == "User has a cat named Mochi"
     for item in (created, stored["tea"]):
         assert (item.source_session_id, item.source_seq_start, item.source_seq_end) == (
-            "sess-1", 11, 13
+            "sess-1",
+            11,
+            13,
         )
 
 
@@ -239,11 +248,17 @@ async def test_extraction_calls_list_all_then_model_then_writes() -> None:
     ("output", "writes", "warned"),
     [
         ("I think nothing is worth saving.", [], True),
-        ('```json\n{"mutations": [{"op": "create", "content": "Likes jazz"}]}\n```',
-         ["upsert"], False),
+        (
+            '```json\n{"mutations": [{"op": "create", "content": "Likes jazz"}]}\n```',
+            ["upsert"],
+            False,
+        ),
         ('{"mutations": [{"op": "forget", "id": "tea"}]}', [], True),
-        ('{"mutations": [{"op": "update", "id": "nope", "content": "x", "reason": "r"}]}',
-         [], True),
+        (
+            '{"mutations": [{"op": "update", "id": "nope", "content": "x", "reason": "r"}]}',
+            [],
+            True,
+        ),
         ("", [], True),
         ('{"mutations": []}', [], False),
     ],
@@ -266,16 +281,18 @@ async def test_malformed_model_output_never_raises(
 async def test_metadata_only_window_makes_no_model_call() -> None:
     manager, _, _, journal = setup(reply({"op": "create", "content": "x"}))
     events = [LedgerEvent(seq=4, timestamp=T0, payload=Metadata(key="memory_checkpoint", value=3))]
-    result = await manager.run_extraction(session_id="s", events=events, namespace="ns",
-                                          model_id="m")
+    result = await manager.run_extraction(
+        session_id="s", events=events, namespace="ns", model_id="m"
+    )
     assert result.mutations == () and journal == []
 
 
 async def test_storage_failure_on_write_path_is_storage_error() -> None:
     manager, _, _, journal = setup(reply({"op": "create", "content": "x"}), fail=True)
     with pytest.raises(AgentError) as err:
-        await manager.run_extraction(session_id="s", events=window("hi"), namespace="ns",
-                                     model_id="m")
+        await manager.run_extraction(
+            session_id="s", events=window("hi"), namespace="ns", model_id="m"
+        )
     assert err.value.code is ErrorCode.STORAGE_ERROR
     assert journal == ["list_all"]
 
@@ -284,8 +301,9 @@ async def test_model_failure_propagates_without_writes() -> None:
     failure = AgentError(ErrorCode.PROVIDER_ERROR, "upstream 500", retryable=True)
     manager, _, _, journal = setup(failure)
     with pytest.raises(AgentError) as err:
-        await manager.run_extraction(session_id="s", events=window("hi"), namespace="ns",
-                                     model_id="m")
+        await manager.run_extraction(
+            session_id="s", events=window("hi"), namespace="ns", model_id="m"
+        )
     assert err.value is failure
     assert journal == ["list_all", "complete"]
 

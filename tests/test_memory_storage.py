@@ -156,8 +156,11 @@ async def test_upsert_same_content_only_moves_updated_at(storage: MemoryStorage)
     original = mem("m", "用户喜欢喝咖啡", session="s1")
     await storage.upsert(original)
     again = original.model_copy(
-        update={"created_at": T0 + timedelta(days=5), "updated_at": T0 + timedelta(days=5),
-                "source_session_id": "s2"}
+        update={
+            "created_at": T0 + timedelta(days=5),
+            "updated_at": T0 + timedelta(days=5),
+            "source_session_id": "s2",
+        }
     )
     await storage.upsert(again)
     [stored] = await storage.list_all("alice")

@@ -23,7 +23,13 @@ def test_chinese_runs_become_bigrams_and_documents_also_index_characters() -> No
 
 def test_mixed_scripts_split_at_script_boundaries() -> None:
     assert query_terms("用Python写服务, deploy到k8s") == [
-        "用", "python", "写服", "服务", "deploy", "到", "k8s"
+        "用",
+        "python",
+        "写服",
+        "服务",
+        "deploy",
+        "到",
+        "k8s",
     ]
     assert query_terms("カタカナ") == ["カタ", "タカ", "カナ"]
 
@@ -38,7 +44,8 @@ def test_query_terms_are_distinct_and_capped() -> None:
 def test_choose_terms_keeps_rarest_terms_within_budget() -> None:
     doc_freq = {"coffee": 900, "tea": 500, "drumizen": 3, "user": 5000}
     assert choose_terms(["user", "coffee", "tea", "drumizen"], doc_freq, 1000) == [
-        "drumizen", "tea"
+        "drumizen",
+        "tea",
     ]
     assert choose_terms(["user", "coffee"], doc_freq, 1000) == ["coffee"]
     assert choose_terms(["unseen", "user", "coffee"], doc_freq, 1000) == ["unseen", "coffee"]

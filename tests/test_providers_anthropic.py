@@ -39,11 +39,17 @@ from youyou.domain.tool import ToolDescriptor
 
 MODEL = ModelInfo(model_id="claude-test", display_name="Claude test", context_window=200_000)
 
-def request(*messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = (),
-            max_tokens: int | None = None) -> ChatRequest:
-    return ChatRequest(model_id="claude-test", system_prompt="You are on call.",
-                       messages=messages or (user(TextBlock(text="hi")),), tools=tools,
-                       max_tokens=max_tokens)
+
+def request(
+    *messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = (), max_tokens: int | None = None
+) -> ChatRequest:
+    return ChatRequest(
+        model_id="claude-test",
+        system_prompt="You are on call.",
+        messages=messages or (user(TextBlock(text="hi")),),
+        tools=tools,
+        max_tokens=max_tokens,
+    )
 
 
 @pytest.fixture
@@ -53,8 +59,13 @@ def server() -> Iterator[FakeAnthropicServer]:
 
 
 def provider_for(url: str) -> AnthropicProvider:
-    endpoint = Endpoint(base_url=url, api_key="sk-ant-test", timeout_s=10, retry=FAST_RETRY,
-                        headers={"anthropic-beta": "fake-beta"})
+    endpoint = Endpoint(
+        base_url=url,
+        api_key="sk-ant-test",
+        timeout_s=10,
+        retry=FAST_RETRY,
+        headers={"anthropic-beta": "fake-beta"},
+    )
     return track(AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint))
 
 
@@ -65,8 +76,13 @@ async def _close_providers() -> AsyncIterator[None]:
 
 
 async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:
-    stream = (AnthropicStream(input_tokens=20, cache_read_tokens=5).ping()
-              .thinking("Let me ", "check.").text("All ", "good.").stop(output_tokens=9))
+    stream = (
+        AnthropicStream(input_tokens=20, cache_read_tokens=5)
+        .ping()
+        .thinking("Let me ", "check.")
+        .text("All ", "good.")
+        .stop(output_tokens=9)
+    )
     server.enqueue(stream.reply())
 
     events = await collect(provider_for(server.base_url), request())
@@ -76,8 +92,10 @@ async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:
         ReasoningDelta(text="check."),
         TextDelta(text="All "),
         TextDelta(text="good."),
-        Done(finish_reason=FinishReason.STOP,
-             usage=Usage(input_tokens=25, output_tokens=9, total_tokens=34)),
+        Done(
+            finish_reason=FinishReason.STOP,
+            usage=Usage(input_tokens=25, output_tokens=9, total_tokens=34),
+        ),
     ]
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
@@ -92,32 +110,43 @@ async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:
     }
 
 
-@pytest.mark.parametrize(("reason", "finish"), [
-    ("end_turn", FinishReason.STOP), ("stop_sequence", FinishReason.STOP),
-    ("max_tokens", FinishReason.LENGTH),
-])
+@pytest.mark.parametrize(
+    ("reason", "finish"),
+    [
+        ("end_turn", FinishReason.STOP),
+        ("stop_sequence", FinishReason.STOP),
+        ("max_tokens", FinishReason.LENGTH),
+    ],
+)
 async def test_stop_reasons(server: FakeAnthropicServer, reason: str, finish: FinishReason) -> None:
     server.enqueue(AnthropicStream().text("x").stop(reason).reply())
 
     events = await collect(provider_for(server.base_url), request(max_tokens=50))
 
-    assert events[-1] == Done(finish_reason=finish,
-                              usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
+    assert events[-1] == Done(
+        finish_reason=finish, usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15)
+    )
     assert server.requests[0].json["max_tokens"] == 50
 
 
 async def test_tool_use_round_trip(server: FakeAnthropicServer) -> None:
     server.enqueue(
-        AnthropicStream().text("Looking.")
+        AnthropicStream()
+        .text("Looking.")
         .tool_use("toolu_1", "get_metrics", '{"serv', 'ice": "api"}')
         .tool_use("toolu_2", "uptime")
-        .stop("tool_use").reply(),
+        .stop("tool_use")
+        .reply(),
         text_reply("Both fine."),
     )
-    tools = (ToolDescriptor(name="get_metrics", description="metrics",
-                            parameters_schema={"type": "object",
-                                               "properties": {"service": {"type": "string"}}}),
-             ToolDescriptor(name="uptime", description="uptime"))
+    tools = (
+        ToolDescriptor(
+            name="get_metrics",
+            description="metrics",
+            parameters_schema={"type": "object", "properties": {"service": {"type": "string"}}},
+        ),
+        ToolDescriptor(name="uptime", description="uptime"),
+    )
     provider = provider_for(server.base_url)
     first = request(tools=tools)
 
@@ -125,83 +154,148 @@ async def test_tool_use_round_trip(server: FakeAnthropicServer) -> None:
 
     calls = [e for e in events if isinstance(e, ToolCallRequested)]
     assert calls == [
-        ToolCallRequested(call_id="toolu_1", tool_name="get_metrics",
-                          arguments={"service": "api"}),
+        ToolCallRequested(call_id="toolu_1", tool_name="get_metrics", arguments={"service": "api"}),
         ToolCallRequested(call_id="toolu_2", tool_name="uptime", arguments={}),
     ]
     assert events[-1].finish_reason is FinishReason.TOOL_CALLS  # type: ignore[union-attr]
 
-    second = first.model_copy(update={"messages": (
-        *first.messages,
-        ModelMessage(role=ModelMessageRole.ASSISTANT, content=(TextBlock(text="Looking."),),
-                     tool_calls=tuple(ModelToolCall(call_id=c.call_id, tool_name=c.tool_name,
-                                                    arguments=c.arguments) for c in calls)),
-        ModelMessage(role=ModelMessageRole.TOOL, tool_call_id="toolu_1",
-                     content=(TextBlock(text="p99 120ms"),)),
-        ModelMessage(role=ModelMessageRole.TOOL, tool_call_id="toolu_2",
-                     content=(TextBlock(text="up 3d"),)),
-    )})
+    second = first.model_copy(
+        update={
+            "messages": (
+                *first.messages,
+                ModelMessage(
+                    role=ModelMessageRole.ASSISTANT,
+                    content=(TextBlock(text="Looking."),),
+                    tool_calls=tuple(
+                        ModelToolCall(
+                            call_id=c.call_id, tool_name=c.tool_name, arguments=c.arguments
+                        )
+                        for c in calls
+                    ),
+                ),
+                ModelMessage(
+                    role=ModelMessageRole.TOOL,
+                    tool_call_id="toolu_1",
+                    content=(TextBlock(text="p99 120ms"),),
+                ),
+                ModelMessage(
+                    role=ModelMessageRole.TOOL,
+                    tool_call_id="toolu_2",
+                    content=(TextBlock(text="up 3d"),),
+                ),
+            )
+        }
+    )
     assert await collect(provider, second) == [
         TextDelta(text="Both fine."),
-        Done(finish_reason=FinishReason.STOP,
-             usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15)),
+        Done(
+            finish_reason=FinishReason.STOP,
+            usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
+        ),
     ]
 
     body = server.requests[1].json
-    assert body["tools"][0] == {"name": "get_metrics", "description": "metrics",
-                                "input_schema": tools[0].parameters_schema}
+    assert body["tools"][0] == {
+        "name": "get_metrics",
+        "description": "metrics",
+        "input_schema": tools[0].parameters_schema,
+    }
     assert body["messages"][1:] == [
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Looking."},
-            {"type": "tool_use", "id": "toolu_1", "name": "get_metrics",
-             "input": {"service": "api"}},
-            {"type": "tool_use", "id": "toolu_2", "name": "uptime", "input": {}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1",
-             "content": [{"type": "text", "text": "p99 120ms"}]},
-            {"type": "tool_result", "tool_use_id": "toolu_2",
-             "content": [{"type": "text", "text": "up 3d"}]},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Looking."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_metrics",
+                    "input": {"service": "api"},
+                },
+                {"type": "tool_use", "id": "toolu_2", "name": "uptime", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "p99 120ms"}],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": [{"type": "text", "text": "up 3d"}],
+                },
+            ],
+        },
     ]
 
 
 async def test_images_and_files_become_blocks(server: FakeAnthropicServer) -> None:
     server.enqueue(text_reply("A cat."))
-    message = user(TextBlock(text="what is this"),
-                   ImageBlock(mime_type="image/png", data_base64=PNG_B64),
-                   FileContentBlock(file_name="notes.md", text="# notes"))
+    message = user(
+        TextBlock(text="what is this"),
+        ImageBlock(mime_type="image/png", data_base64=PNG_B64),
+        FileContentBlock(file_name="notes.md", text="# notes"),
+    )
     system = ModelMessage(role=ModelMessageRole.SYSTEM, content=(TextBlock(text="Extra rule."),))
 
     await collect(provider_for(server.base_url), request(system, message))
 
     body = server.requests[0].json
     assert body["system"] == "You are on call.\n\nExtra rule."
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "what is this"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                     "data": PNG_B64}},
-        {"type": "text", "text": "File: notes.md\n\n# notes"},
-    ]}]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is this"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                },
+                {"type": "text", "text": "File: notes.md\n\n# notes"},
+            ],
+        }
+    ]
 
 
 @pytest.mark.parametrize(
     ("status", "error_type", "message", "kind", "retryable"),
     [
-        (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum",
-         ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, False),
-        (400, "invalid_request_error", "max_tokens: field required",
-         ProviderErrorKind.PROVIDER, False),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED,
+            False,
+        ),
+        (
+            400,
+            "invalid_request_error",
+            "max_tokens: field required",
+            ProviderErrorKind.PROVIDER,
+            False,
+        ),
         (401, "authentication_error", "invalid x-api-key", ProviderErrorKind.PROVIDER, False),
-        (429, "rate_limit_error", "Number of requests has exceeded your rate limit",
-         ProviderErrorKind.PROVIDER, True),
+        (
+            429,
+            "rate_limit_error",
+            "Number of requests has exceeded your rate limit",
+            ProviderErrorKind.PROVIDER,
+            True,
+        ),
         (529, "overloaded_error", "Overloaded", ProviderErrorKind.PROVIDER, True),
         (500, "api_error", "Internal server error", ProviderErrorKind.PROVIDER, True),
     ],
 )
 async def test_http_errors_are_mapped(
-    server: FakeAnthropicServer, status: int, error_type: str, message: str,
-    kind: ProviderErrorKind, retryable: bool,
+    server: FakeAnthropicServer,
+    status: int,
+    error_type: str,
+    message: str,
+    kind: ProviderErrorKind,
+    retryable: bool,
 ) -> None:
     server.default = lambda _: anthropic_error(status, error_type, message)
 
@@ -214,9 +308,11 @@ async def test_http_errors_are_mapped(
 
 
 async def test_retry_before_first_token_then_success(server: FakeAnthropicServer) -> None:
-    server.enqueue(anthropic_error(529, "overloaded_error", "Overloaded"),
-                   AnthropicStream().error("overloaded_error", "Overloaded").reply(),
-                   text_reply("ok"))
+    server.enqueue(
+        anthropic_error(529, "overloaded_error", "Overloaded"),
+        AnthropicStream().error("overloaded_error", "Overloaded").reply(),
+        text_reply("ok"),
+    )
 
     events = await collect(provider_for(server.base_url), request())
 
@@ -226,8 +322,10 @@ async def test_retry_before_first_token_then_success(server: FakeAnthropicServer
 
 
 async def test_error_event_after_text_is_not_retried(server: FakeAnthropicServer) -> None:
-    server.enqueue(AnthropicStream().text("Part").error("overloaded_error", "Overloaded").reply(),
-                   text_reply("Partial answer again"))
+    server.enqueue(
+        AnthropicStream().text("Part").error("overloaded_error", "Overloaded").reply(),
+        text_reply("Partial answer again"),
+    )
 
     events = await collect(provider_for(server.base_url), request())
 
@@ -253,7 +351,8 @@ async def test_cancellation_closes_the_http_stream(server: FakeAnthropicServer) 
     server.enqueue(AnthropicStream().text("Hello", " there", delay_s=30).stop().reply())
 
     events = await asyncio.wait_for(
-        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5)
+        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5
+    )
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
     assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)

@@ -28,14 +28,17 @@ from youyou.domain.model import (
 )
 
 
-@pytest.mark.parametrize("message", [
-    "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens",
-    "prompt is too long: 210000 tokens > 200000 maximum",
-    "Input has too many tokens",
-    "the request exceeds the available context size, try increasing it",
-    "Please reduce the length of the messages or completion.",
-    "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens",
+        "prompt is too long: 210000 tokens > 200000 maximum",
+        "Input has too many tokens",
+        "the request exceeds the available context size, try increasing it",
+        "Please reduce the length of the messages or completion.",
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+    ],
+)
 def test_context_length_messages(message: str) -> None:
     error = classify_http_error(400, message)
 
@@ -49,12 +52,15 @@ def test_context_length_code_wins_over_the_message() -> None:
     assert error.kind is ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED
 
 
-@pytest.mark.parametrize(("message", "capability"), [
-    ("llama2 does not support tools", ProviderCapability.TOOL_USE),
-    ("Function calling is not supported by this model", ProviderCapability.TOOL_USE),
-    ("This model does not support image input", ProviderCapability.VISION),
-    ("Images are not supported", ProviderCapability.VISION),
-])
+@pytest.mark.parametrize(
+    ("message", "capability"),
+    [
+        ("llama2 does not support tools", ProviderCapability.TOOL_USE),
+        ("Function calling is not supported by this model", ProviderCapability.TOOL_USE),
+        ("This model does not support image input", ProviderCapability.VISION),
+        ("Images are not supported", ProviderCapability.VISION),
+    ],
+)
 def test_capability_errors(message: str, capability: ProviderCapability) -> None:
     error = classify_http_error(400, message)
 
@@ -62,10 +68,23 @@ def test_capability_errors(message: str, capability: ProviderCapability) -> None
     assert error.capability is capability
 
 
-@pytest.mark.parametrize(("status", "retryable"), [
-    (400, False), (401, False), (403, False), (404, False), (422, False),
-    (408, True), (409, True), (429, True), (500, True), (502, True), (503, True), (529, True),
-])
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (422, False),
+        (408, True),
+        (409, True),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (529, True),
+    ],
+)
 def test_status_codes(status: int, retryable: bool) -> None:
     error = classify_http_error(status, "boom")
 
@@ -74,22 +93,31 @@ def test_status_codes(status: int, retryable: bool) -> None:
     assert error.message == f"HTTP {status}: boom"
 
 
-@pytest.mark.parametrize(("error_type", "retryable"), [
-    ("overloaded_error", True), ("api_error", True), (None, True),
-    ("invalid_request_error", False), ("permission_error", False),
-])
+@pytest.mark.parametrize(
+    ("error_type", "retryable"),
+    [
+        ("overloaded_error", True),
+        ("api_error", True),
+        (None, True),
+        ("invalid_request_error", False),
+        ("permission_error", False),
+    ],
+)
 def test_errors_inside_an_open_stream(error_type: str | None, retryable: bool) -> None:
     assert classify_http_error(None, "x", error_type=error_type).retryable is retryable
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("", {}),
-    ("  ", {}),
-    ('{"a": 1}', {"a": 1}),
-    ('{"a": ', {INVALID_ARGUMENTS_KEY: '{"a": '}),
-    ("[1]", {INVALID_ARGUMENTS_KEY: "[1]"}),
-    ("null", {INVALID_ARGUMENTS_KEY: "null"}),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", {}),
+        ("  ", {}),
+        ('{"a": 1}', {"a": 1}),
+        ('{"a": ', {INVALID_ARGUMENTS_KEY: '{"a": '}),
+        ("[1]", {INVALID_ARGUMENTS_KEY: "[1]"}),
+        ("null", {INVALID_ARGUMENTS_KEY: "null"}),
+    ],
+)
 def test_tool_arguments(raw: str, expected: dict[str, object]) -> None:
     assert parse_tool_arguments(raw) == expected
 
@@ -118,8 +146,11 @@ def _attempts(*outcomes: list[ChatEvent] | Exception) -> tuple[list[int], object
 
 
 def _classify(exc: Exception) -> ProviderError:
-    return transport_error(str(exc)) if isinstance(exc, ConnectionError) else ProviderError(
-        kind=ProviderErrorKind.PROVIDER, message=str(exc))
+    return (
+        transport_error(str(exc))
+        if isinstance(exc, ConnectionError)
+        else ProviderError(kind=ProviderErrorKind.PROVIDER, message=str(exc))
+    )
 
 
 async def _run(attempt: object, policy: RetryPolicy) -> list[ChatEvent]:
@@ -142,8 +173,9 @@ async def test_driver_does_not_retry_permanent_failures() -> None:
     events = await _run(attempt, RetryPolicy(3, 0.001, 0.001))
 
     assert len(calls) == 1
-    assert events == [ChatError(error=ProviderError(kind=ProviderErrorKind.PROVIDER,
-                                                    message="bad"))]
+    assert events == [
+        ChatError(error=ProviderError(kind=ProviderErrorKind.PROVIDER, message="bad"))
+    ]
 
 
 async def test_driver_cancels_a_silent_attempt_promptly() -> None:

@@ -39,8 +39,11 @@ async def _close_providers() -> AsyncIterator[None]:
 
 
 def ask(model_id: str, text: str = "hello") -> ChatRequest:
-    return ChatRequest(model_id=model_id, system_prompt="", messages=(
-        ModelMessage(role=ModelMessageRole.USER, content=(TextBlock(text=text),)),))
+    return ChatRequest(
+        model_id=model_id,
+        system_prompt="",
+        messages=(ModelMessage(role=ModelMessageRole.USER, content=(TextBlock(text=text),)),),
+    )
 
 
 async def answer(provider: ModelProvider, model_id: str) -> str:
@@ -58,20 +61,45 @@ async def test_no_configuration_builds_the_offline_demo() -> None:
 
 
 async def test_http_providers_use_env_keys_headers_and_api_names() -> None:
-    with FakeOpenAIServer(openai_text("from openai")) as oai, \
-            FakeAnthropicServer(anthropic_text("from claude")) as ant:
-        settings = parse_settings({"providers": [
-            {"id": "local-vllm", "type": "openai", "base_url": oai.base_url,
-             "api_key_env": "VLLM_KEY", "headers": {"X-Team": "sre"}, "max_attempts": 1,
-             "models": [{"id": "qwen", "api_name": "Qwen/Qwen2.5-7B", "context_window": 32768,
-                         "display_name": "Qwen 7B"}]},
-            {"id": "claude", "type": "anthropic", "base_url": ant.base_url,
-             "api_key_env": "CLAUDE_KEY", "max_tokens": 1000,
-             "models": [{"id": "sonnet", "context_window": 200000}]},
-        ]})
+    with (
+        FakeOpenAIServer(openai_text("from openai")) as oai,
+        FakeAnthropicServer(anthropic_text("from claude")) as ant,
+    ):
+        settings = parse_settings(
+            {
+                "providers": [
+                    {
+                        "id": "local-vllm",
+                        "type": "openai",
+                        "base_url": oai.base_url,
+                        "api_key_env": "VLLM_KEY",
+                        "headers": {"X-Team": "sre"},
+                        "max_attempts": 1,
+                        "models": [
+                            {
+                                "id": "qwen",
+                                "api_name": "Qwen/Qwen2.5-7B",
+                                "context_window": 32768,
+                                "display_name": "Qwen 7B",
+                            }
+                        ],
+                    },
+                    {
+                        "id": "claude",
+                        "type": "anthropic",
+                        "base_url": ant.base_url,
+                        "api_key_env": "CLAUDE_KEY",
+                        "max_tokens": 1000,
+                        "models": [{"id": "sonnet", "context_window": 200000}],
+                    },
+                ]
+            }
+        )
 
-        openai_provider, anthropic_provider = map(track, build_providers(
-            settings, environ={"VLLM_KEY": "k-vllm", "CLAUDE_KEY": "k-claude"}))
+        openai_provider, anthropic_provider = map(
+            track,
+            build_providers(settings, environ={"VLLM_KEY": "k-vllm", "CLAUDE_KEY": "k-claude"}),
+        )
 
         assert isinstance(openai_provider, OpenAICompatProvider)
         assert isinstance(anthropic_provider, AnthropicProvider)
@@ -91,24 +119,43 @@ async def test_http_providers_use_env_keys_headers_and_api_names() -> None:
 
 
 def test_a_missing_key_variable_is_a_config_error() -> None:
-    settings = parse_settings({"providers": [
-        {"id": "openai", "type": "openai", "api_key_env": "OPENAI_API_KEY",
-         "models": [{"id": "gpt", "context_window": 1000}]}]})
+    settings = parse_settings(
+        {
+            "providers": [
+                {
+                    "id": "openai",
+                    "type": "openai",
+                    "api_key_env": "OPENAI_API_KEY",
+                    "models": [{"id": "gpt", "context_window": 1000}],
+                }
+            ]
+        }
+    )
 
     with pytest.raises(AgentError) as info:
         build_providers(settings, environ={})
 
     assert info.value.code is ErrorCode.INVALID_CONFIG
     assert "providers[0].api_key_env: environment variable OPENAI_API_KEY is not set" in str(
-        info.value)
+        info.value
+    )
 
 
 async def test_scripted_provider_from_a_script_file(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": [{"text": "scripted answer"}]}))
-    settings = parse_settings({"providers": [
-        {"id": "demo", "type": "scripted", "script_path": str(script),
-         "models": [{"id": "script-model", "context_window": 4096}]}]})
+    settings = parse_settings(
+        {
+            "providers": [
+                {
+                    "id": "demo",
+                    "type": "scripted",
+                    "script_path": str(script),
+                    "models": [{"id": "script-model", "context_window": 4096}],
+                }
+            ]
+        }
+    )
 
     (provider,) = build_providers(settings, environ={})
 
@@ -118,9 +165,18 @@ async def test_scripted_provider_from_a_script_file(tmp_path: Path) -> None:
 
 
 def test_local_provider_checks_its_model_file(tmp_path: Path) -> None:
-    settings = parse_settings({"providers": [
-        {"id": "llama", "type": "local", "model_path": str(tmp_path / "missing.gguf"),
-         "models": [{"id": "tiny", "context_window": 2048}]}]})
+    settings = parse_settings(
+        {
+            "providers": [
+                {
+                    "id": "llama",
+                    "type": "local",
+                    "model_path": str(tmp_path / "missing.gguf"),
+                    "models": [{"id": "tiny", "context_window": 2048}],
+                }
+            ]
+        }
+    )
 
     with pytest.raises(AgentError) as info:
         build_providers(settings, environ={})

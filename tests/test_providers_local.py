@@ -40,7 +40,9 @@ MODEL = ModelInfo(model_id="smollm2", display_name="SmolLM2 135M", context_windo
 
 def ask(text: str, max_tokens: int) -> ChatRequest:
     return ChatRequest(
-        model_id="smollm2", system_prompt="You are a concise assistant.", max_tokens=max_tokens,
+        model_id="smollm2",
+        system_prompt="You are a concise assistant.",
+        max_tokens=max_tokens,
         temperature=0.0,
         messages=(ModelMessage(role=ModelMessageRole.USER, content=(TextBlock(text=text),)),),
     )
@@ -98,10 +100,23 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     log = log_path.open("wb")  # llama.cpp logs a lot: a pipe would fill up and stall it
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-         "--model_alias", "smollm2"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(packaged_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -124,8 +139,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def test_openai_provider_against_llama_cpp_server(llama_server: str) -> None:
-    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL],
-                                    endpoint=Endpoint(base_url=llama_server, timeout_s=120))
+    provider = OpenAICompatProvider(
+        provider_id="llama", models=[MODEL], endpoint=Endpoint(base_url=llama_server, timeout_s=120)
+    )
 
     events = await collect(provider, ask("Name a fruit.", 12))
 
@@ -134,8 +150,9 @@ async def test_openai_provider_against_llama_cpp_server(llama_server: str) -> No
 
 
 async def test_cancel_against_llama_cpp_server_then_serve_again(llama_server: str) -> None:
-    provider = OpenAICompatProvider(provider_id="llama", models=[MODEL],
-                                    endpoint=Endpoint(base_url=llama_server, timeout_s=120))
+    provider = OpenAICompatProvider(
+        provider_id="llama", models=[MODEL], endpoint=Endpoint(base_url=llama_server, timeout_s=120)
+    )
 
     events = await asyncio.wait_for(
         cancel_after_first_text(provider, ask("Write a long story about a dog.", 400)), timeout=60

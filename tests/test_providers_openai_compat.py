@@ -45,6 +45,7 @@ from youyou.domain.tool import ToolDescriptor
 
 MODEL = ModelInfo(model_id="gpt-test", display_name="GPT test", context_window=8000)
 
+
 def request(*messages: ModelMessage, tools: tuple[ToolDescriptor, ...] = ()) -> ChatRequest:
     return ChatRequest(
         model_id="gpt-test",
@@ -61,13 +62,20 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def provider_for(
-    url: str, retry: RetryPolicy = FAST_RETRY, *, headers: dict[str, str] | None = None,
+    url: str,
+    retry: RetryPolicy = FAST_RETRY,
+    *,
+    headers: dict[str, str] | None = None,
     stream_usage: bool = True,
 ) -> OpenAICompatProvider:
-    endpoint = Endpoint(base_url=url, api_key="sk-test", headers=headers or {}, timeout_s=10,
-                        retry=retry)
-    return track(OpenAICompatProvider(provider_id="openai", models=[MODEL], endpoint=endpoint,
-                                      stream_usage=stream_usage))
+    endpoint = Endpoint(
+        base_url=url, api_key="sk-test", headers=headers or {}, timeout_s=10, retry=retry
+    )
+    return track(
+        OpenAICompatProvider(
+            provider_id="openai", models=[MODEL], endpoint=endpoint, stream_usage=stream_usage
+        )
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -86,8 +94,10 @@ async def test_text_streams_in_order_with_usage(server: FakeOpenAIServer) -> Non
         TextDelta(text="Hel"),
         TextDelta(text="lo"),
         TextDelta(text="!"),
-        Done(finish_reason=FinishReason.STOP,
-             usage=Usage(input_tokens=12, output_tokens=3, total_tokens=15)),
+        Done(
+            finish_reason=FinishReason.STOP,
+            usage=Usage(input_tokens=12, output_tokens=3, total_tokens=15),
+        ),
     ]
     sent = server.requests[0]
     assert sent.headers["authorization"] == "Bearer sk-test"
@@ -104,8 +114,14 @@ async def test_text_streams_in_order_with_usage(server: FakeOpenAIServer) -> Non
 
 
 async def test_reasoning_deltas_from_both_field_names(server: FakeOpenAIServer) -> None:
-    stream = (OpenAIStream().reasoning("think ").reasoning("more", field="reasoning")
-              .text("answer").finish().usage(5, 7, reasoning=4))
+    stream = (
+        OpenAIStream()
+        .reasoning("think ")
+        .reasoning("more", field="reasoning")
+        .text("answer")
+        .finish()
+        .usage(5, 7, reasoning=4)
+    )
     server.enqueue(stream.reply())
 
     events = await collect(provider_for(server.base_url), request())
@@ -114,39 +130,56 @@ async def test_reasoning_deltas_from_both_field_names(server: FakeOpenAIServer) 
         ReasoningDelta(text="think "),
         ReasoningDelta(text="more"),
         TextDelta(text="answer"),
-        Done(finish_reason=FinishReason.STOP,
-             usage=Usage(input_tokens=5, output_tokens=7, reasoning_tokens=4, total_tokens=12)),
+        Done(
+            finish_reason=FinishReason.STOP,
+            usage=Usage(input_tokens=5, output_tokens=7, reasoning_tokens=4, total_tokens=12),
+        ),
     ]
 
 
 async def test_parallel_tool_calls_are_assembled_from_fragments(
     server: FakeOpenAIServer,
 ) -> None:
-    stream = OpenAIStream().text("Checking.").tool_calls(
-        ("call_a", "get_metrics", '{"service": "api", "window": "5m"}'),
-        ("call_b", "search_logs", '{"query": "error 500", "limit": 20}'),
-        pieces=4,
+    stream = (
+        OpenAIStream()
+        .text("Checking.")
+        .tool_calls(
+            ("call_a", "get_metrics", '{"service": "api", "window": "5m"}'),
+            ("call_b", "search_logs", '{"query": "error 500", "limit": 20}'),
+            pieces=4,
+        )
     )
     server.enqueue(stream.finish("tool_calls").usage(30, 20).reply())
-    tools = (ToolDescriptor(name="get_metrics", description="metrics"),
-             ToolDescriptor(name="search_logs", description="logs"))
+    tools = (
+        ToolDescriptor(name="get_metrics", description="metrics"),
+        ToolDescriptor(name="search_logs", description="logs"),
+    )
 
     events = await collect(provider_for(server.base_url), request(tools=tools))
 
     assert events == [
         TextDelta(text="Checking."),
-        ToolCallRequested(call_id="call_a", tool_name="get_metrics",
-                          arguments={"service": "api", "window": "5m"}),
-        ToolCallRequested(call_id="call_b", tool_name="search_logs",
-                          arguments={"query": "error 500", "limit": 20}),
-        Done(finish_reason=FinishReason.TOOL_CALLS,
-             usage=Usage(input_tokens=30, output_tokens=20, total_tokens=50)),
+        ToolCallRequested(
+            call_id="call_a", tool_name="get_metrics", arguments={"service": "api", "window": "5m"}
+        ),
+        ToolCallRequested(
+            call_id="call_b", tool_name="search_logs", arguments={"query": "error 500", "limit": 20}
+        ),
+        Done(
+            finish_reason=FinishReason.TOOL_CALLS,
+            usage=Usage(input_tokens=30, output_tokens=20, total_tokens=50),
+        ),
     ]
     sent_tools = server.requests[0].json["tools"]
     assert [t["function"]["name"] for t in sent_tools] == ["get_metrics", "search_logs"]
-    assert sent_tools[0] == {"type": "function", "function": {
-        "name": "get_metrics", "description": "metrics",
-        "parameters": {"type": "object", "properties": {}}}}
+    assert sent_tools[0] == {
+        "type": "function",
+        "function": {
+            "name": "get_metrics",
+            "description": "metrics",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
 
 
 async def test_invalid_arguments_and_wrong_finish_reason_do_not_crash(
@@ -158,19 +191,23 @@ async def test_invalid_arguments_and_wrong_finish_reason_do_not_crash(
     events = await collect(provider_for(server.base_url), request())
 
     assert events == [
-        ToolCallRequested(call_id="c1", tool_name="run",
-                          arguments={INVALID_ARGUMENTS_KEY: '{"cmd": "ls"'}),
-        ToolCallRequested(call_id="c2", tool_name="run",
-                          arguments={INVALID_ARGUMENTS_KEY: "[1, 2]"}),
+        ToolCallRequested(
+            call_id="c1", tool_name="run", arguments={INVALID_ARGUMENTS_KEY: '{"cmd": "ls"'}
+        ),
+        ToolCallRequested(
+            call_id="c2", tool_name="run", arguments={INVALID_ARGUMENTS_KEY: "[1, 2]"}
+        ),
         Done(finish_reason=FinishReason.TOOL_CALLS),
     ]
 
 
 async def test_tool_calls_without_index_are_split_by_id(server: FakeOpenAIServer) -> None:
-    stream = (OpenAIStream()
-              .tool_fragment(None, call_id="a", name="ping", arguments='{"host": ')
-              .tool_fragment(None, arguments='"db"}')
-              .tool_fragment(None, call_id="b", name="ping", arguments='{"host": "api"}'))
+    stream = (
+        OpenAIStream()
+        .tool_fragment(None, call_id="a", name="ping", arguments='{"host": ')
+        .tool_fragment(None, arguments='"db"}')
+        .tool_fragment(None, call_id="b", name="ping", arguments='{"host": "api"}')
+    )
     server.enqueue(stream.finish("tool_calls").reply())
 
     events = await collect(provider_for(server.base_url), request())
@@ -195,28 +232,47 @@ async def test_history_images_files_and_tool_results_use_the_wire_format(
 ) -> None:
     server.enqueue(text_reply("ok"))
     history = (
-        user(TextBlock(text="look"), ImageBlock(mime_type="image/png", data_base64=PNG_B64),
-             FileContentBlock(file_name="app.log", text="boom")),
-        ModelMessage(role=ModelMessageRole.ASSISTANT, content=(TextBlock(text="calling"),),
-                     tool_calls=(ModelToolCall(call_id="c1", tool_name="grep",
-                                               arguments={"q": "boom"}),)),
-        ModelMessage(role=ModelMessageRole.TOOL, tool_call_id="c1",
-                     content=(TextBlock(text="3 matches"),)),
-        ModelMessage(role=ModelMessageRole.ASSISTANT, tool_calls=(
-            ModelToolCall(call_id="c2", tool_name="noop", arguments={}),)),
+        user(
+            TextBlock(text="look"),
+            ImageBlock(mime_type="image/png", data_base64=PNG_B64),
+            FileContentBlock(file_name="app.log", text="boom"),
+        ),
+        ModelMessage(
+            role=ModelMessageRole.ASSISTANT,
+            content=(TextBlock(text="calling"),),
+            tool_calls=(ModelToolCall(call_id="c1", tool_name="grep", arguments={"q": "boom"}),),
+        ),
+        ModelMessage(
+            role=ModelMessageRole.TOOL, tool_call_id="c1", content=(TextBlock(text="3 matches"),)
+        ),
+        ModelMessage(
+            role=ModelMessageRole.ASSISTANT,
+            tool_calls=(ModelToolCall(call_id="c2", tool_name="noop", arguments={}),),
+        ),
     )
 
     await collect(provider_for(server.base_url), request(*history))
 
     messages = server.requests[0].json["messages"]
-    assert messages[1] == {"role": "user", "content": [
-        {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
-        {"type": "text", "text": "File: app.log\n\nboom"},
-    ]}
-    assert messages[2] == {"role": "assistant", "content": "calling", "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "grep", "arguments": '{"q": "boom"}'}}]}
+    assert messages[1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
+            {"type": "text", "text": "File: app.log\n\nboom"},
+        ],
+    }
+    assert messages[2] == {
+        "role": "assistant",
+        "content": "calling",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "grep", "arguments": '{"q": "boom"}'},
+            }
+        ],
+    }
     assert messages[3] == {"role": "tool", "tool_call_id": "c1", "content": "3 matches"}
     assert messages[4]["content"] is None
 
@@ -224,20 +280,39 @@ async def test_history_images_files_and_tool_results_use_the_wire_format(
 @pytest.mark.parametrize(
     ("status", "message", "code", "kind", "retryable"),
     [
-        (400, "This model's maximum context length is 8192 tokens.", "context_length_exceeded",
-         ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, False),
-        (400, "prompt has too many tokens for this model", None,
-         ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, False),
-        (400, "registry/llama2 does not support tools", None,
-         ProviderErrorKind.UNSUPPORTED_CAPABILITY, False),
+        (
+            400,
+            "This model's maximum context length is 8192 tokens.",
+            "context_length_exceeded",
+            ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED,
+            False,
+        ),
+        (
+            400,
+            "prompt has too many tokens for this model",
+            None,
+            ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED,
+            False,
+        ),
+        (
+            400,
+            "registry/llama2 does not support tools",
+            None,
+            ProviderErrorKind.UNSUPPORTED_CAPABILITY,
+            False,
+        ),
         (401, "Incorrect API key provided", "invalid_api_key", ProviderErrorKind.PROVIDER, False),
         (429, "Rate limit reached", "rate_limit_exceeded", ProviderErrorKind.PROVIDER, True),
         (500, "The server had an error", None, ProviderErrorKind.PROVIDER, True),
     ],
 )
 async def test_http_errors_are_mapped(
-    server: FakeOpenAIServer, status: int, message: str, code: str | None,
-    kind: ProviderErrorKind, retryable: bool,
+    server: FakeOpenAIServer,
+    status: int,
+    message: str,
+    code: str | None,
+    kind: ProviderErrorKind,
+    retryable: bool,
 ) -> None:
     server.default = lambda _: openai_error(status, message, code=code)
 
@@ -266,9 +341,11 @@ async def test_connection_refused_is_a_retryable_transport_error() -> None:
 
 
 async def test_retries_before_the_first_token(server: FakeOpenAIServer) -> None:
-    server.enqueue(openai_error(503, "overloaded", error_type="server_error"),
-                   openai_error(429, "slow down", error_type="requests"),
-                   text_reply("fine"))
+    server.enqueue(
+        openai_error(503, "overloaded", error_type="server_error"),
+        openai_error(429, "slow down", error_type="requests"),
+        text_reply("fine"),
+    )
 
     events = await collect(provider_for(server.base_url), request())
 
@@ -325,7 +402,8 @@ async def test_cancellation_closes_the_http_stream(server: FakeOpenAIServer) -> 
     server.enqueue(OpenAIStream().text("Hello", " world", delay_s=30).finish().reply())
 
     events = await asyncio.wait_for(
-        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5)
+        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5
+    )
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
     assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)
@@ -351,7 +429,6 @@ async def test_cancellation_interrupts_the_backoff(server: FakeOpenAIServer) -> 
 
     assert events == [Done(finish_reason=FinishReason.CANCELLED)]
     assert len(server.requests) == 1
-
 
 
 async def test_abandoning_the_stream_closes_the_connection(server: FakeOpenAIServer) -> None:

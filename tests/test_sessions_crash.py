@@ -42,8 +42,14 @@ class ChildRun:
 async def run_and_kill(url: str, session_id: str | None, rng: random.Random) -> ChildRun:
     """Start a child, SIGKILL it at a random point, return everything it acknowledged."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.crash_child", url, *([session_id] if session_id else []),
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "tests.crash_child",
+        url,
+        *([session_id] if session_id else []),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
     run = ChildRun(session_id)
@@ -94,9 +100,13 @@ async def check_and_continue(url: str, run: ChildRun) -> str:
     storage = await SqlSessionStorage.open(url)
     try:
         async with storage.engine.connect() as conn:
-            count, top = (await conn.execute(
-                select(func.count(), func.max(ledger_events.c.seq))
-                .where(ledger_events.c.session_id == session_id))).one()
+            count, top = (
+                await conn.execute(
+                    select(func.count(), func.max(ledger_events.c.seq)).where(
+                        ledger_events.c.session_id == session_id
+                    )
+                )
+            ).one()
             assert await conn.scalar(select(func.count()).select_from(sessions)) == 1
         events = await storage.load_events(session_id)  # decodes every stored event
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -114,9 +124,11 @@ async def check_and_continue(url: str, run: ChildRun) -> str:
         repaired = session.events[-1].seq - len(events)
         assert_no_unanswered_calls(session.events)
         if repaired:
-            assert all(isinstance(e.payload, ToolResult)
-                       and e.payload.result.output.content == TOOL_INTERRUPTED
-                       for e in session.events[-repaired:])
+            assert all(
+                isinstance(e.payload, ToolResult)
+                and e.payload.result.output.content == TOOL_INTERRUPTED
+                for e in session.events[-repaired:]
+            )
         outcome = await (await session.send_message("after the crash")).join()
         assert outcome.status is OutcomeStatus.COMPLETED, outcome.error
         after = await storage.load_events(session_id, len(events))
@@ -124,7 +136,8 @@ async def check_and_continue(url: str, run: ChildRun) -> str:
         # (an automatic compaction may come first: the child's turns add up)
         first_user = next(e.payload for e in after if isinstance(e.payload, UserMessage))
         assert first_user == UserMessage.model_validate(
-            {"content": [{"type": "text", "text": "after the crash"}]})
+            {"content": [{"type": "text", "text": "after the crash"}]}
+        )
         await agent.shutdown()
     finally:
         await storage.close()

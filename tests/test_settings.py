@@ -66,8 +66,11 @@ def test_no_configuration_gives_the_offline_defaults() -> None:
     assert [(p.id, p.type) for p in settings.providers] == [("scripted", ProviderType.SCRIPTED)]
     assert settings.default_model == "youyou-demo"
     assert settings.compaction.mode is MemoryMode.EVERY_N_TURNS
-    assert (settings.compaction.every_n_turns, settings.compaction.context_percent,
-            settings.compaction.hard_limit) == (30, 0.70, 0.95)
+    assert (
+        settings.compaction.every_n_turns,
+        settings.compaction.context_percent,
+        settings.compaction.hard_limit,
+    ) == (30, 0.70, 0.95)
     assert settings.mcp_servers == ()
 
 
@@ -78,12 +81,22 @@ def test_the_spec_sample_parses_exactly(tmp_path: Path) -> None:
     assert settings.default_model == "gpt-4o-mini"
     (provider,) = settings.providers
     assert (provider.id, provider.type, provider.base_url, provider.api_key_env) == (
-        "openai", ProviderType.OPENAI, "http://127.0.0.1:11434/v1", "OPENAI_API_KEY")
+        "openai",
+        ProviderType.OPENAI,
+        "http://127.0.0.1:11434/v1",
+        "OPENAI_API_KEY",
+    )
     (model,) = provider.model_infos()
     assert (model.model_id, model.display_name, model.context_window) == (
-        "gpt-4o-mini", "GPT-4o mini", 128000)
-    assert model.capabilities == {ProviderCapability.TOOL_USE, ProviderCapability.VISION,
-                                  ProviderCapability.STREAMING}
+        "gpt-4o-mini",
+        "GPT-4o mini",
+        128000,
+    )
+    assert model.capabilities == {
+        ProviderCapability.TOOL_USE,
+        ProviderCapability.VISION,
+        ProviderCapability.STREAMING,
+    }
 
 
 def test_config_path_from_env_and_explicit_path_wins(tmp_path: Path) -> None:
@@ -170,8 +183,13 @@ def test_optional_sections(tmp_path: Path) -> None:
     config = settings.agent_config()
     assert config.default_model == "claude-sonnet"
     assert config.system_instructions == ("Always cite runbooks.",)
-    assert (config.tool_timeout_ms, config.compact_threshold, config.max_tool_calls_per_turn,
-            config.memory_checkpoint_interval, config.memory_max_items) == (30000, 0.75, 12, 5, 8)
+    assert (
+        config.tool_timeout_ms,
+        config.compact_threshold,
+        config.max_tool_calls_per_turn,
+        config.memory_checkpoint_interval,
+        config.memory_max_items,
+    ) == (30000, 0.75, 12, 5, 8)
     assert config.compaction.hard_limit == 0.9
     assert config.compaction.on_summary_failure is SummaryFailurePolicy.FAIL
     validate_agent_config(config, lambda model: model in settings.model_ids())
@@ -180,30 +198,43 @@ def test_optional_sections(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[server]\nport = \"eighty\"\n", "server.port: Input should be a valid integer"),
-        ("[server]\nhots = \"x\"\n", "server.hots: Extra inputs are not permitted"),
+        ('[server]\nport = "eighty"\n', "server.port: Input should be a valid integer"),
+        ('[server]\nhots = "x"\n', "server.hots: Extra inputs are not permitted"),
         ("[agent]\ntool_timeout_ms = 0\n", "agent.tool_timeout_ms: Input should be greater than 0"),
         ("[agent]\ncompact_threshold = 1.5\n", "agent.compact_threshold"),
-        ("[agent]\nmemory_namespace = \"  \"\n", "agent.memory_namespace"),
-        ("[agent]\ndefault_model = \"nope\"\n",
-         "agent.default_model: 'nope' is not a model of any [[providers]] entry"),
-        ("[compaction]\nmode = \"sometimes\"\n", "compaction.mode"),
+        ('[agent]\nmemory_namespace = "  "\n', "agent.memory_namespace"),
+        (
+            '[agent]\ndefault_model = "nope"\n',
+            "agent.default_model: 'nope' is not a model of any [[providers]] entry",
+        ),
+        ('[compaction]\nmode = "sometimes"\n', "compaction.mode"),
         ("[compaction]\ncontext_percent = 0.96\n", "context_percent must be below"),
         ('[[mcp_servers]]\nname = "x"\n', "mcp_servers[0]: exactly one of command"),
-        ('[[providers]]\nid = "a"\ntype = "openai"\n',
-         "providers[0]: models: at least one [[providers.models]] entry is required"),
+        (
+            '[[providers]]\nid = "a"\ntype = "openai"\n',
+            "providers[0]: models: at least one [[providers.models]] entry is required",
+        ),
         ('[[providers]]\nid = "a"\ntype = "gemini"\n', "providers[0].type"),
-        ('[[providers]]\nid = "a"\ntype = "openai"\napi_key = "sk-1"\n'
-         '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
-         "api_key: keys are read from the environment only"),
-        ('[[providers]]\nid = "a"\ntype = "openai"\nscript_path = "s.json"\n'
-         '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
-         "script_path applies only to type = 'scripted'"),
-        ('[[providers]]\nid = "a"\ntype = "openai"\n'
-         '[[providers.models]]\nid = "m"\ncontext_window = 0\n',
-         "providers[0].models[0].context_window: Input should be greater than 0"),
-        ('[[providers]]\nid = "a"\ntype = "scripted"\n[[providers]]\nid = "a"\ntype = "scripted"\n',
-         "providers[].id: 'a' appears more than once"),
+        (
+            '[[providers]]\nid = "a"\ntype = "openai"\napi_key = "sk-1"\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
+            "api_key: keys are read from the environment only",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "openai"\nscript_path = "s.json"\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
+            "script_path applies only to type = 'scripted'",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "openai"\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 0\n',
+            "providers[0].models[0].context_window: Input should be greater than 0",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "scripted"\n'
+            '[[providers]]\nid = "a"\ntype = "scripted"\n',
+            "providers[].id: 'a' appears more than once",
+        ),
         ("providers = 3\n", "providers: Input should be a valid"),
     ],
 )

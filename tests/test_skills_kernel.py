@@ -31,14 +31,25 @@ from youyou.domain.templates import DEFAULT_COMPACT_PROMPT
 from youyou.domain.turn import OutcomeStatus
 
 PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAA"
+    "BJRU5ErkJggg=="
 )
-REVIEW = SkillDefinition(name="review", description="Review code changes",
-                         prompt="REVIEW-BODY: read the diff line by line.")
-COMMIT = SkillDefinition(name="commit", description="Write a commit message",
-                         prompt="COMMIT-BODY: imperative mood, 50 characters.")
-HIDDEN = SkillDefinition(name="release", description="Cut a release",
-                         prompt="RELEASE-BODY: tag and publish.", allow_implicit_invocation=False)
+REVIEW = SkillDefinition(
+    name="review",
+    description="Review code changes",
+    prompt="REVIEW-BODY: read the diff line by line.",
+)
+COMMIT = SkillDefinition(
+    name="commit",
+    description="Write a commit message",
+    prompt="COMMIT-BODY: imperative mood, 50 characters.",
+)
+HIDDEN = SkillDefinition(
+    name="release",
+    description="Cut a release",
+    prompt="RELEASE-BODY: tag and publish.",
+    allow_implicit_invocation=False,
+)
 
 
 def skill_xml(skill: SkillDefinition) -> str:
@@ -81,12 +92,16 @@ async def test_explicit_skill_keeps_the_user_message_and_audits_the_invocation()
     assert outcome.status is OutcomeStatus.COMPLETED
     user, audit = session.events[1].payload, session.events[2].payload
     assert user == UserMessage(content=(TextBlock(text=message),))
-    assert audit == Metadata(key="skill_invocations",
-                             value=[{"skill_name": "commit"}, {"skill_name": "review"}])
+    assert audit == Metadata(
+        key="skill_invocations", value=[{"skill_name": "commit"}, {"skill_name": "review"}]
+    )
     (request,) = provider.requests
     assert after_user(request, message, 2) == [skill_xml(COMMIT), skill_xml(REVIEW)]
     assert [m.role for m in request.messages] == [
-        ModelMessageRole.USER, ModelMessageRole.SYSTEM, ModelMessageRole.SYSTEM]
+        ModelMessageRole.USER,
+        ModelMessageRole.SYSTEM,
+        ModelMessageRole.SYSTEM,
+    ]
     assert "REVIEW-BODY" not in request.system_prompt
 
 
@@ -106,13 +121,16 @@ async def test_turn_start_hooks_see_the_resolved_skills() -> None:
 async def test_the_skill_is_reapplied_on_every_request_of_the_turn() -> None:
     tool = RecordingTool("grep")
     agent, provider = await build_agent(
-        [text("first answer"),
-         ScriptedResponse.tool_calls([("c1", "grep", {"x": 1})]),
-         ScriptedResponse.error(ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, "too long"),
-         text("the summary"),
-         ScriptedResponse.tool_calls([("c2", "grep", {"x": 2})]),
-         text("final")],
-        tools=[tool], configure=with_skills(REVIEW),
+        [
+            text("first answer"),
+            ScriptedResponse.tool_calls([("c1", "grep", {"x": 1})]),
+            ScriptedResponse.error(ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, "too long"),
+            text("the summary"),
+            ScriptedResponse.tool_calls([("c2", "grep", {"x": 2})]),
+            text("final"),
+        ],
+        tools=[tool],
+        configure=with_skills(REVIEW),
     )
     session = await agent.new_session()
     await (await session.send_message("earlier question")).join()
@@ -129,8 +147,13 @@ async def test_the_skill_is_reapplied_on_every_request_of_the_turn() -> None:
     final = requests[-1]
     assert "the summary" in final.messages[0].content[0].text
     assert [m.role for m in final.messages][-6:] == [
-        ModelMessageRole.USER, ModelMessageRole.SYSTEM, ModelMessageRole.ASSISTANT,
-        ModelMessageRole.TOOL, ModelMessageRole.ASSISTANT, ModelMessageRole.TOOL]
+        ModelMessageRole.USER,
+        ModelMessageRole.SYSTEM,
+        ModelMessageRole.ASSISTANT,
+        ModelMessageRole.TOOL,
+        ModelMessageRole.ASSISTANT,
+        ModelMessageRole.TOOL,
+    ]
     assert "earlier question" not in str(final.messages)
 
 
@@ -140,11 +163,15 @@ async def test_the_skill_survives_a_threshold_compaction_inside_the_tool_loop() 
 
     tool = RecordingTool("grep", behaviour=big_output)
     agent, provider = await build_agent(
-        [text("first answer"),
-         ScriptedResponse.tool_calls([("c1", "grep", {})]),
-         text("the summary"),
-         text("final")],
-        models=[model(window=1000)], tools=[tool], configure=with_skills(REVIEW),
+        [
+            text("first answer"),
+            ScriptedResponse.tool_calls([("c1", "grep", {})]),
+            text("the summary"),
+            text("final"),
+        ],
+        models=[model(window=1000)],
+        tools=[tool],
+        configure=with_skills(REVIEW),
     )
     session = await agent.new_session()
     await (await session.send_message("word " * 300)).join()
@@ -158,8 +185,11 @@ async def test_the_skill_survives_a_threshold_compaction_inside_the_tool_loop() 
     assert "the summary" in final.messages[0].content[0].text
     assert after_user(final, "/review now", 1) == [skill_xml(REVIEW)]
     assert [m.role for m in final.messages][1:] == [
-        ModelMessageRole.USER, ModelMessageRole.SYSTEM, ModelMessageRole.ASSISTANT,
-        ModelMessageRole.TOOL]
+        ModelMessageRole.USER,
+        ModelMessageRole.SYSTEM,
+        ModelMessageRole.ASSISTANT,
+        ModelMessageRole.TOOL,
+    ]
 
 
 async def test_the_skill_is_gone_next_turn_and_after_resume() -> None:
@@ -182,8 +212,11 @@ async def test_the_skill_is_gone_next_turn_and_after_resume() -> None:
     assert system_texts(second) == [] and system_texts(third) == []
     user, assistant = ModelMessageRole.USER, ModelMessageRole.ASSISTANT
     assert [m.role for m in third.messages] == [user, assistant, user, assistant, user]
-    audits = [e.payload for e in resumed.events if e.payload.kind == "metadata"
-              and e.payload.key == "skill_invocations"]
+    audits = [
+        e.payload
+        for e in resumed.events
+        if e.payload.kind == "metadata" and e.payload.key == "skill_invocations"
+    ]
     assert audits == [Metadata(key="skill_invocations", value=[{"skill_name": "review"}])]
 
 
@@ -199,20 +232,26 @@ async def test_explicit_only_skills_stay_out_of_the_skill_list_but_can_be_invoke
 
 
 async def test_a_skill_with_a_missing_tool_dependency_fails_the_build() -> None:
-    needy = SkillDefinition(name="deploy", description="Deploy", prompt="Run the deploy tool.",
-                            tool_dependencies=("shell", "deploy_tool"))
+    needy = SkillDefinition(
+        name="deploy",
+        description="Deploy",
+        prompt="Run the deploy tool.",
+        tool_dependencies=("shell", "deploy_tool"),
+    )
     with pytest.raises(AgentError) as caught:
         await build_agent(tools=[RecordingTool("shell")], configure=with_skills(needy))
     assert caught.value.code is ErrorCode.SKILL_DEPENDENCY_NOT_MET
     assert "deploy_tool" in caught.value.message
-    await build_agent(tools=[RecordingTool("shell"), RecordingTool("deploy_tool")],
-                      configure=with_skills(needy))
+    await build_agent(
+        tools=[RecordingTool("shell"), RecordingTool("deploy_tool")], configure=with_skills(needy)
+    )
 
 
 async def test_an_unknown_leading_skill_is_refused_with_nothing_written() -> None:
     storage = InMemorySessionStorage()
-    agent, provider = await build_agent([text("fine")],
-                                        configure=with_skills(REVIEW, storage=storage))
+    agent, provider = await build_agent(
+        [text("fine")], configure=with_skills(REVIEW, storage=storage)
+    )
     session = await agent.new_session()
     before = list(await storage.load_events(session.session_id))
 
@@ -240,27 +279,34 @@ async def test_plain_text_files_and_images_never_trigger_skills(blocks: list[Any
 
     assert outcome.status is OutcomeStatus.COMPLETED
     assert system_texts(provider.requests[0]) == []
-    assert [e.payload.kind for e in session.events] == ["metadata", "user_message",
-                                                        "assistant_message"]
+    assert [e.payload.kind for e in session.events] == [
+        "metadata",
+        "user_message",
+        "assistant_message",
+    ]
 
 
 # -- progressive disclosure (seed 000) -----------------------------------------------------
 
 
 def disclosure_options(*skills: SkillDefinition) -> TurnOptions:
-    return TurnOptions(skill_catalog=render_skill_catalog(skills),
-                       extra_tools=(LoadSkillTool(skills),))
+    return TurnOptions(
+        skill_catalog=render_skill_catalog(skills), extra_tools=(LoadSkillTool(skills),)
+    )
 
 
 async def test_the_catalog_lists_names_and_load_skill_returns_the_body() -> None:
     agent, provider = await build_agent(
-        [ScriptedResponse.tool_calls([("c1", "load_skill", {"skill_name": "review"})]),
-         text("done by the skill")],
+        [
+            ScriptedResponse.tool_calls([("c1", "load_skill", {"skill_name": "review"})]),
+            text("done by the skill"),
+        ],
         config=AgentConfig(default_model="m1"),
     )
     session = await agent.new_session()
-    turn = await session.send_message("look at my diff",
-                                      options=disclosure_options(REVIEW, COMMIT, HIDDEN))
+    turn = await session.send_message(
+        "look at my diff", options=disclosure_options(REVIEW, COMMIT, HIDDEN)
+    )
     events = await turn.collect()
 
     first, second = provider.requests
@@ -281,12 +327,13 @@ async def test_the_catalog_lists_names_and_load_skill_returns_the_body() -> None
 
 async def test_load_skill_with_an_unknown_name_lists_the_available_names() -> None:
     agent, provider = await build_agent(
-        [ScriptedResponse.tool_calls([("c1", "load_skill", {"skill_name": "release"})]),
-         text("sorry")],
+        [
+            ScriptedResponse.tool_calls([("c1", "load_skill", {"skill_name": "release"})]),
+            text("sorry"),
+        ],
     )
     session = await agent.new_session()
-    await (await session.send_message("ship it",
-                                      options=disclosure_options(REVIEW, HIDDEN))).join()
+    await (await session.send_message("ship it", options=disclosure_options(REVIEW, HIDDEN))).join()
 
     reply = provider.requests[1].messages[-1].content[0].text
     assert "is not available" in reply and "release" in reply

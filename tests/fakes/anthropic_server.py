@@ -30,13 +30,24 @@ class AnthropicStream(StreamBuilder):
     ) -> None:
         super().__init__()
         self._index = 0
-        self._event("message_start", message={
-            "id": "msg_fake", "type": "message", "role": "assistant", "content": [],
-            "model": model, "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1,
-                      "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": cache_read_tokens},
-        })
+        self._event(
+            "message_start",
+            message={
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": model,
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "output_tokens": 1,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": cache_read_tokens,
+                },
+            },
+        )
 
     def _event(self, name: str, **body: Any) -> Self:
         self._parts.append(SSE(json.dumps({"type": name, **body}), event=name))
@@ -63,15 +74,19 @@ class AnthropicStream(StreamBuilder):
 
     def tool_use(self, call_id: str, name: str, *json_pieces: str) -> Self:
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in ("", *json_pieces)]
-        return self._block({"type": "tool_use", "id": call_id, "name": name, "input": {}},
-                           deltas, 0.0)
+        return self._block(
+            {"type": "tool_use", "id": call_id, "name": name, "input": {}}, deltas, 0.0
+        )
 
     def ping(self) -> Self:
         return self._event("ping")
 
     def stop(self, reason: str = "end_turn", output_tokens: int = 5) -> Self:
-        self._event("message_delta", delta={"stop_reason": reason, "stop_sequence": None},
-                    usage={"output_tokens": output_tokens})
+        self._event(
+            "message_delta",
+            delta={"stop_reason": reason, "stop_sequence": None},
+            usage={"output_tokens": output_tokens},
+        )
         return self._event("message_stop")
 
     def error(self, error_type: str, message: str) -> Self:
@@ -79,10 +94,17 @@ class AnthropicStream(StreamBuilder):
 
 
 def text_reply(*pieces: str, input_tokens: int = 10, output_tokens: int = 5) -> StreamReply:
-    return AnthropicStream(input_tokens=input_tokens).text(*pieces).stop(
-        output_tokens=output_tokens).reply()
+    return (
+        AnthropicStream(input_tokens=input_tokens)
+        .text(*pieces)
+        .stop(output_tokens=output_tokens)
+        .reply()
+    )
 
 
 def anthropic_error(status: int, error_type: str, message: str) -> JSONReply:
-    return JSONReply(status, {"type": "error", "error": {"type": error_type, "message": message}},
-                     headers={"request-id": "req_fake"})
+    return JSONReply(
+        status,
+        {"type": "error", "error": {"type": error_type, "message": message}},
+        headers={"request-id": "req_fake"},
+    )

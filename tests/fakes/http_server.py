@@ -122,8 +122,15 @@ class FakeHTTPServer:
         elif self.default is not None:
             source = self.default
         else:
-            return JSONReply(400, {"error": {"message": "fake server: no scripted reply left",
-                                             "type": "invalid_request_error"}})
+            return JSONReply(
+                400,
+                {
+                    "error": {
+                        "message": "fake server: no scripted reply left",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
         return source(request) if callable(source) else source
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -197,8 +204,11 @@ class FakeHTTPServer:
             await writer.drain()
             request.completed.set()
             return True, b""
-        headers = {"content-type": "text/event-stream", "cache-control": "no-cache",
-                   "transfer-encoding": "chunked"}
+        headers = {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+            "transfer-encoding": "chunked",
+        }
         writer.write(_head(reply.status, {**headers, **reply.headers}))
         await writer.drain()
         # A pending read finishes with b"" the moment the client closes its end.

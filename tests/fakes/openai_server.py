@@ -31,16 +31,23 @@ class OpenAIStream(StreamBuilder):
         self._delta({"role": "assistant", "content": ""})
 
     def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> Self:
-        body = {"id": self._id, "object": "chat.completion.chunk", "created": 1_700_000_000,
-                "model": self._model, "system_fingerprint": "fp_fake", "choices": choices}
+        body = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": self._model,
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+        }
         if usage is not None:
             body["usage"] = usage
         self._parts.append(SSE(json.dumps(body)))
         return self
 
     def _delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> Self:
-        return self._chunk([{"index": 0, "delta": delta, "logprobs": None,
-                             "finish_reason": finish_reason}])
+        return self._chunk(
+            [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+        )
 
     def text(self, *pieces: str, delay_s: float = 0.0) -> Self:
         for i, piece in enumerate(pieces):
@@ -55,7 +62,11 @@ class OpenAIStream(StreamBuilder):
         return self
 
     def tool_fragment(
-        self, index: int | None, *, call_id: str | None = None, name: str | None = None,
+        self,
+        index: int | None,
+        *,
+        call_id: str | None = None,
+        name: str | None = None,
         arguments: str = "",
     ) -> Self:
         """One fragment; the first one of a call carries its id, type and name.
@@ -77,7 +88,7 @@ class OpenAIStream(StreamBuilder):
         for piece in range(pieces):
             for index, (_, _, arguments) in enumerate(calls):
                 size = -(-len(arguments) // pieces)
-                part = arguments[piece * size:(piece + 1) * size]
+                part = arguments[piece * size : (piece + 1) * size]
                 if part:
                     self.tool_fragment(index, arguments=part)
         return self
@@ -86,16 +97,24 @@ class OpenAIStream(StreamBuilder):
         return self._delta({}, finish_reason=reason)
 
     def usage(self, prompt: int, completion: int, reasoning: int | None = None) -> Self:
-        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                                 "total_tokens": prompt + completion}
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
         if reasoning is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         return self._chunk([], usage)
 
     def error(self, message: str, *, error_type: str = "server_error") -> Self:
         """An error object inside an open stream (as some servers send on overload)."""
-        self._parts.append(SSE(json.dumps({"error": {"message": message, "type": error_type,
-                                                     "param": None, "code": None}})))
+        self._parts.append(
+            SSE(
+                json.dumps(
+                    {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+                )
+            )
+        )
         return self
 
     def reply(self) -> StreamReply:
@@ -108,8 +127,12 @@ def text_reply(*pieces: str, prompt: int = 10, completion: int = 5) -> StreamRep
 
 
 def openai_error(
-    status: int, message: str, *, error_type: str = "invalid_request_error",
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
     code: str | None = None,
 ) -> JSONReply:
-    return JSONReply(status, {"error": {"message": message, "type": error_type,
-                                        "param": None, "code": code}})
+    return JSONReply(
+        status, {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    )

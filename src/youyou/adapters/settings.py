@@ -71,8 +71,10 @@ class MemorySettings(_Section):
     """Long-term memory (seed 001 §8.8): extraction at checkpoints and recall into prompts."""
 
 
-_MODE_ALIASES = {"every_30_turns": MemoryMode.EVERY_N_TURNS,
-                 "context_70_percent": MemoryMode.CONTEXT_PERCENT}
+_MODE_ALIASES = {
+    "every_30_turns": MemoryMode.EVERY_N_TURNS,
+    "context_70_percent": MemoryMode.CONTEXT_PERCENT,
+}
 
 
 class CompactionSettings(_Section):
@@ -124,8 +126,12 @@ class ModelSettings(_Section):
     """The model name sent to the API when it differs from ``id`` (ids are globally unique)."""
 
     def to_model_info(self) -> ModelInfo:
-        return ModelInfo(model_id=self.id, display_name=self.display_name or self.id,
-                         context_window=self.context_window, capabilities=self.capabilities)
+        return ModelInfo(
+            model_id=self.id,
+            display_name=self.display_name or self.id,
+            context_window=self.context_window,
+            capabilities=self.capabilities,
+        )
 
 
 _ONLY_FOR: dict[str, ProviderType] = {
@@ -296,6 +302,9 @@ def load_settings(
     data: dict[str, Any] = _read_file(Path(chosen)) if chosen else {}
     if database_url := env.get(DATABASE_URL_ENV):
         database = data.get("database", {})
-        data["database"] = {**database, "url": database_url} if isinstance(database, dict) else {
-            "url": database_url}
+        data["database"] = (
+            {**database, "url": database_url}
+            if isinstance(database, dict)
+            else {"url": database_url}
+        )
     return parse_settings(data, source=str(chosen) if chosen else "configuration")

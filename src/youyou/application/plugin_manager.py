@@ -122,8 +122,10 @@ async def _call(
         raise _hook_failed(plugin_id, kind, f"raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, Continue | Abort):
         return result
-    if patch_type is not None and isinstance(result, ContinueWith) and isinstance(
-        result.patch, patch_type
+    if (
+        patch_type is not None
+        and isinstance(result, ContinueWith)
+        and isinstance(result.patch, patch_type)
     ):
         return result
     expected = "Continue or Abort"
@@ -223,8 +225,9 @@ class PluginManager:
     ) -> TurnStartOutcome:
         sections: tuple[str, ...] = ()
         for plugin_id, config, handler in self._hooks.turn_start:
-            result = await _call(plugin_id, HookKind.TURN_START, handler,
-                                 build(config, sections), TurnStartPatch)
+            result = await _call(
+                plugin_id, HookKind.TURN_START, handler, build(config, sections), TurnStartPatch
+            )
             if isinstance(result, Abort):
                 return TurnStartOutcome(sections, result)
             if isinstance(result, ContinueWith):
@@ -238,8 +241,13 @@ class PluginManager:
     ) -> BeforeToolUseOutcome:
         """Handlers patch ``current_arguments`` in registration order."""
         for plugin_id, config, handler in self._hooks.before_tool_use:
-            result = await _call(plugin_id, HookKind.BEFORE_TOOL_USE, handler,
-                                 build(config, arguments), BeforeToolUsePatch)
+            result = await _call(
+                plugin_id,
+                HookKind.BEFORE_TOOL_USE,
+                handler,
+                build(config, arguments),
+                BeforeToolUsePatch,
+            )
             if isinstance(result, Abort):
                 return BeforeToolUseOutcome(arguments, result)
             if isinstance(result, ContinueWith):

@@ -207,8 +207,10 @@ class SessionService:
     async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
         accepts: record, as a fact like any other, that each was interrupted."""
-        last_user = max((i for i, e in enumerate(runtime.events)
-                         if isinstance(e.payload, UserMessage)), default=0)
+        last_user = max(
+            (i for i, e in enumerate(runtime.events) if isinstance(e.payload, UserMessage)),
+            default=0,
+        )
         pending: dict[str, ToolCall] = {}
         for event in runtime.events[last_user:]:
             if isinstance(event.payload, ToolCall):
@@ -216,9 +218,16 @@ class SessionService:
             elif isinstance(event.payload, ToolResult):
                 pending.pop(event.payload.result.call_id, None)
         for call_id, orphan in pending.items():
-            await self.record(runtime, ToolResult(result=ToolResultRecord(
-                call_id=call_id, tool_name=orphan.call.tool_name, output=_INTERRUPTED_OUTPUT,
-            )))
+            await self.record(
+                runtime,
+                ToolResult(
+                    result=ToolResultRecord(
+                        call_id=call_id,
+                        tool_name=orphan.call.tool_name,
+                        output=_INTERRUPTED_OUTPUT,
+                    )
+                ),
+            )
 
     async def close(self, runtime: SessionRuntime, mode: SessionTerminationMode) -> None:
         """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release."""
@@ -294,7 +303,8 @@ class SessionService:
 
 
 _INTERRUPTED_OUTPUT = ToolOutput(
-    content=TOOL_INTERRUPTED, is_error=True,
+    content=TOOL_INTERRUPTED,
+    is_error=True,
     metadata={"synthetic": True, "reason": "interrupted_before_result"},
 )
 

@@ -41,9 +41,12 @@ class Chat:
 
     def banner(self) -> Text:
         return Text.assemble(
-            ("session ", "dim"), (self.session.session_id[:SHORT_ID], "bold"),
-            ("  model ", "dim"), (self.model_id, "bold"),
-            ("  memory ", "dim"), memory_mode_name(self.session.memory_mode),
+            ("session ", "dim"),
+            (self.session.session_id[:SHORT_ID], "bold"),
+            ("  model ", "dim"),
+            (self.model_id, "bold"),
+            ("  memory ", "dim"),
+            memory_mode_name(self.session.memory_mode),
         )
 
     def show_error(self, error: AgentError) -> None:
@@ -64,6 +67,7 @@ class Chat:
 
     async def busy(self, note: str, action: Callable[[], Awaitable[None]]) -> None:
         """Run a slow step under a spinner; Ctrl+C meanwhile only says to wait."""
+
         def refuse() -> None:
             self.console.print(Text("still working; it will finish shortly", style="dim"))
 
@@ -75,8 +79,11 @@ class Chat:
         session = self.session
         if session.is_closed:
             return
-        note = ("closing the session (saving long-term memories)…"
-                if self.app.memory_storage is not None else "closing the session…")
+        note = (
+            "closing the session (saving long-term memories)…"
+            if self.app.memory_storage is not None
+            else "closing the session…"
+        )
         await self.busy(note, session.close)
         summary = session.summary
         if summary is None or summary.message_count == 0:
@@ -97,7 +104,8 @@ class Chat:
     async def new_session(self, model_id: str | None = None) -> None:
         model = model_id or self.model_id
         await self.replace_session(
-            lambda: self.app.agent.new_session(SessionConfig(model_id=model)))
+            lambda: self.app.agent.new_session(SessionConfig(model_id=model))
+        )
 
     async def resume(self, session_id: str) -> None:
         await self.replace_session(lambda: self.app.agent.resume_session(session_id))
@@ -110,8 +118,12 @@ class Chat:
         events = await self.app.session_storage.load_events(session_id)
         shown = events[-RESUME_TRANSCRIPT_EVENTS:]
         if len(shown) < len(events):
-            self.console.print(Text(f"… {len(events) - len(shown)} earlier events "
-                                    f"(youyou sessions show {session_id[:SHORT_ID]})",
-                                    style="dim"))
+            self.console.print(
+                Text(
+                    f"… {len(events) - len(shown)} earlier events "
+                    f"(youyou sessions show {session_id[:SHORT_ID]})",
+                    style="dim",
+                )
+            )
         print_transcript(self.console, shown)
         self.console.print(context_line(self.session.usage()))

@@ -59,8 +59,9 @@ async def opened_app(settings: Settings, skills_dir: Path | None) -> AsyncIterat
         for path, error in app.skill_errors:
             err_console.print(Text.assemble(("skipped invalid skill file ", "yellow"), str(path)))
             for item in error.violations:
-                err_console.print(Text.assemble("  - ", (item.rule_id, "yellow"), ": ",
-                                                item.message("en")))
+                err_console.print(
+                    Text.assemble("  - ", (item.rule_id, "yellow"), ": ", item.message("en"))
+                )
         yield app
     finally:
         await app.close()
@@ -68,9 +69,11 @@ async def opened_app(settings: Settings, skills_dir: Path | None) -> AsyncIterat
 
 async def run_chat(options: ChatOptions) -> int:
     if options.resume and options.model:
-        raise AgentError(ErrorCode.INVALID_CONFIG,
-                         "--model starts a new session; a resumed session keeps its model",
-                         source=ErrorSource.AGENT)
+        raise AgentError(
+            ErrorCode.INVALID_CONFIG,
+            "--model starts a new session; a resumed session keeps its model",
+            source=ErrorSource.AGENT,
+        )
     settings = read_settings(options.config)
     message = options.message
     if message == "-" or (message is None and not sys.stdin.isatty()):
@@ -87,12 +90,14 @@ async def run_chat(options: ChatOptions) -> int:
 async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
     if options.resume:
         return await app.agent.resume_session(
-            await resolve_one(app.session_storage, options.resume, err_console))
+            await resolve_one(app.session_storage, options.resume, err_console)
+        )
     return await app.agent.new_session(SessionConfig(model_id=options.model))
 
 
-async def _one_shot(app: BuiltApp, session: SessionHandle, message: str,
-                    options: ChatOptions) -> int:
+async def _one_shot(
+    app: BuiltApp, session: SessionHandle, message: str, options: ChatOptions
+) -> int:
     """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error."""
     chat = Chat(app, err_console, session)
     view: TurnView
@@ -103,8 +108,10 @@ async def _one_shot(app: BuiltApp, session: SessionHandle, message: str,
     else:
         view = PlainTurnView()
     try:
-        blocks: list[ContentBlock] = [TextBlock(text=message),
-                                      *(load_attachment(str(p)) for p in options.attach)]
+        blocks: list[ContentBlock] = [
+            TextBlock(text=message),
+            *(load_attachment(str(p)) for p in options.attach),
+        ]
         outcome = await run_turn(session, blocks, view)
     except AgentError as error:
         chat.show_error(error)
@@ -122,8 +129,11 @@ async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) 
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
     if resumed:
         await chat.show_history()
-    prompt = build_prompt(data_dir() / HISTORY_FILE, [s.name for s in app.skills],
-                          [m.model_id for m in app.agent.models()])
+    prompt = build_prompt(
+        data_dir() / HISTORY_FILE,
+        [s.name for s in app.skills],
+        [m.model_id for m in app.agent.models()],
+    )
     while True:
         try:
             line = await prompt.prompt_async(PROMPT)

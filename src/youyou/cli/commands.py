@@ -43,9 +43,13 @@ async def _help(chat: Chat, _: str) -> bool:
         table.add_row(f"/{command.name} {command.usage}".rstrip(), command.help)
     table.add_row("/SKILL-NAME …", "use a skill explicitly for this message (see /skills)")
     chat.console.print(table)
-    chat.console.print(Text("Enter sends; end a line with \\ to continue it. Ctrl+C cancels a "
-                            "running answer; Ctrl+C or Ctrl+D at an empty prompt quits.",
-                            style="dim"))
+    chat.console.print(
+        Text(
+            "Enter sends; end a line with \\ to continue it. Ctrl+C cancels a "
+            "running answer; Ctrl+C or Ctrl+D at an empty prompt quits.",
+            style="dim",
+        )
+    )
     return True
 
 
@@ -55,8 +59,9 @@ async def _skills(chat: Chat, _: str) -> bool:
     for skill in chat.app.skills:
         chat.console.print(Text.assemble((f"/{skill.name}", "bold"), f"  {skill.description}"))
     if chat.app.skill_errors:
-        chat.console.print(Text(f"{len(chat.app.skill_errors)} invalid skill file(s) skipped",
-                                style="yellow"))
+        chat.console.print(
+            Text(f"{len(chat.app.skill_errors)} invalid skill file(s) skipped", style="yellow")
+        )
     return True
 
 
@@ -77,8 +82,9 @@ async def _mode(chat: Chat, argument: str) -> bool:
 
     async def switch() -> None:
         usage = await chat.session.set_memory_mode(mode)
-        chat.console.print(Text.assemble("memory mode: ", (argument.strip(), "bold"), "  ",
-                                         context_line(usage)))
+        chat.console.print(
+            Text.assemble("memory mode: ", (argument.strip(), "bold"), "  ", context_line(usage))
+        )
 
     await chat.busy("switching the memory mode…", switch)
     return True
@@ -87,8 +93,13 @@ async def _mode(chat: Chat, argument: str) -> bool:
 async def _usage(chat: Chat, _: str) -> bool:
     summary = chat.session.summary
     chat.console.print(chat.banner())
-    chat.console.print(Text(f"{summary.message_count if summary else 0} messages"
-                            + (f" · {summary.title}" if summary else ""), style="dim"))
+    chat.console.print(
+        Text(
+            f"{summary.message_count if summary else 0} messages"
+            + (f" · {summary.title}" if summary else ""),
+            style="dim",
+        )
+    )
     chat.console.print(context_line(chat.session.usage()))
     return True
 
@@ -112,8 +123,11 @@ async def _resume(chat: Chat, argument: str) -> bool:
         raise _usage_error("usage: /resume ID-PREFIX (see /sessions)")
     found = await find_by_prefix(chat.app.session_storage, prefix)
     if not found:
-        raise AgentError(ErrorCode.SESSION_NOT_FOUND, f"no session id starts with {prefix!r}",
-                         source=ErrorSource.SESSION_SERVICE)
+        raise AgentError(
+            ErrorCode.SESSION_NOT_FOUND,
+            f"no session id starts with {prefix!r}",
+            source=ErrorSource.SESSION_SERVICE,
+        )
     if len(found) > 1:
         chat.console.print(f"{len(found)} sessions start with {prefix!r}; give more characters:")
         chat.console.print(sessions_table(found, full_ids=True))
@@ -136,13 +150,17 @@ async def _model(chat: Chat, argument: str) -> bool:
     if not wanted:
         for model in chat.app.agent.models():
             marker = "*" if model.model_id == chat.model_id else " "
-            chat.console.print(f"{marker} {model.model_id}  [dim]{model.display_name}, "
-                               f"{model.context_window:,} tokens[/]")
+            chat.console.print(
+                f"{marker} {model.model_id}  [dim]{model.display_name}, "
+                f"{model.context_window:,} tokens[/]"
+            )
         return True
     if wanted not in known:
-        raise AgentError(ErrorCode.MODEL_NOT_SUPPORTED,
-                         f"unknown model {wanted!r}; configured: {', '.join(known)}",
-                         source=ErrorSource.SESSION_SERVICE)
+        raise AgentError(
+            ErrorCode.MODEL_NOT_SUPPORTED,
+            f"unknown model {wanted!r}; configured: {', '.join(known)}",
+            source=ErrorSource.SESSION_SERVICE,
+        )
     await chat.new_session(wanted)
     return True
 
@@ -181,23 +199,32 @@ async def _exit(chat: Chat, _: str) -> bool:
     return False
 
 
-COMMANDS: dict[str, Command] = {c.name: c for c in (
-    Command("help", "", "this list", _help),
-    Command("skills", "", "list the loaded skills", _skills),
-    Command("compact", "", "summarize the history now (any memory mode)", _compact),
-    Command("mode", "|".join(MEMORY_MODE_NAMES), "when history is compacted automatically",
-            _mode),
-    Command("usage", "", "session, model and context usage", _usage),
-    Command("sessions", "[QUERY]", "recent sessions, or those matching an id prefix or title",
-            _sessions),
-    Command("resume", "ID-PREFIX", "switch to a stored session and show its history", _resume),
-    Command("new", "", "start a new session on the same model", _new),
-    Command("model", "[ID]", "list models, or start a new session on model ID", _model),
-    Command("attach", "PATH|clear", "send a text file or an image with the next message",
-            _attach),
-    Command("memories", "", "long-term memories of this namespace", _memories),
-    Command("exit", "", "close the session and quit", _exit),
-)}
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("help", "", "this list", _help),
+        Command("skills", "", "list the loaded skills", _skills),
+        Command("compact", "", "summarize the history now (any memory mode)", _compact),
+        Command(
+            "mode", "|".join(MEMORY_MODE_NAMES), "when history is compacted automatically", _mode
+        ),
+        Command("usage", "", "session, model and context usage", _usage),
+        Command(
+            "sessions",
+            "[QUERY]",
+            "recent sessions, or those matching an id prefix or title",
+            _sessions,
+        ),
+        Command("resume", "ID-PREFIX", "switch to a stored session and show its history", _resume),
+        Command("new", "", "start a new session on the same model", _new),
+        Command("model", "[ID]", "list models, or start a new session on model ID", _model),
+        Command(
+            "attach", "PATH|clear", "send a text file or an image with the next message", _attach
+        ),
+        Command("memories", "", "long-term memories of this namespace", _memories),
+        Command("exit", "", "close the session and quit", _exit),
+    )
+}
 
 
 def parse_command(line: str) -> tuple[Command, str] | None:
@@ -221,6 +248,9 @@ async def dispatch(chat: Chat, line: str) -> bool:
         chat.show_error(error)
     except Exception as exc:  # a bug must not end an engineer's session mid-incident
         logger.exception("chat input failed: %.80s", line)
-        chat.show_error(AgentError(ErrorCode.INTERNAL_PANIC,
-                                   f"{type(exc).__name__}: {exc} (details in youyou.log)"))
+        chat.show_error(
+            AgentError(
+                ErrorCode.INTERNAL_PANIC, f"{type(exc).__name__}: {exc} (details in youyou.log)"
+            )
+        )
     return True

@@ -24,15 +24,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-sessions_app = typer.Typer(help="List, show and delete stored chat sessions.",
-                           no_args_is_help=True)
+sessions_app = typer.Typer(help="List, show and delete stored chat sessions.", no_args_is_help=True)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(db_app, name="db")
 
-ConfigOption = Annotated[Path | None, typer.Option(
-    "--config", "-c", help="youyou.toml to read (default: $YOUYOU_CONFIG, else none).",
-    dir_okay=False)]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="youyou.toml to read (default: $YOUYOU_CONFIG, else none).",
+        dir_okay=False,
+    ),
+]
 
 
 def _finish(code: int) -> None:
@@ -48,21 +53,45 @@ def _main() -> None:
 @app.command()
 def chat(
     config: ConfigOption = None,
-    message: Annotated[str | None, typer.Option(
-        "--message", "-m", help="Send one message, print the answer and exit ('-' reads stdin).",
-    )] = None,
-    json: Annotated[bool, typer.Option(
-        "--json", help="With -m: print the event stream as JSON lines.")] = False,
-    resume: Annotated[str | None, typer.Option(
-        "--resume", "-r", help="Continue a stored session (id or unique id prefix).")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="Model id for a new session (default: [agent].default_model).")] = None,
-    skills: Annotated[Path | None, typer.Option(
-        "--skills", envvar=SKILLS_DIR_ENV, file_okay=False,
-        help="Directory of */SKILL.md files to register for /name use.")] = None,
-    attach: Annotated[list[Path] | None, typer.Option(
-        "--attach", "-a", dir_okay=False, help="With -m: a text file or image to send along.",
-    )] = None,
+    message: Annotated[
+        str | None,
+        typer.Option(
+            "--message",
+            "-m",
+            help="Send one message, print the answer and exit ('-' reads stdin).",
+        ),
+    ] = None,
+    json: Annotated[
+        bool, typer.Option("--json", help="With -m: print the event stream as JSON lines.")
+    ] = False,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", "-r", help="Continue a stored session (id or unique id prefix)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Model id for a new session (default: [agent].default_model)."
+        ),
+    ] = None,
+    skills: Annotated[
+        Path | None,
+        typer.Option(
+            "--skills",
+            envvar=SKILLS_DIR_ENV,
+            file_okay=False,
+            help="Directory of */SKILL.md files to register for /name use.",
+        ),
+    ] = None,
+    attach: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--attach",
+            "-a",
+            dir_okay=False,
+            help="With -m: a text file or image to send along.",
+        ),
+    ] = None,
 ) -> None:
     """Chat with the agent (interactive), or answer one message with -m."""
     if json and message is None:
@@ -70,8 +99,15 @@ def chat(
     # Imported here: the provider SDKs it loads take seconds, which other commands need not pay.
     from youyou.cli.chat_command import ChatOptions, run_chat
 
-    options = ChatOptions(config=config, message=message, json=json, resume=resume,
-                          model=model, skills_dir=skills, attach=tuple(attach or ()))
+    options = ChatOptions(
+        config=config,
+        message=message,
+        json=json,
+        resume=resume,
+        model=model,
+        skills_dir=skills,
+        attach=tuple(attach or ()),
+    )
     _finish(run(run_chat(options)))
 
 
@@ -88,17 +124,24 @@ async def _storage(config: Path | None) -> AsyncIterator[SqlSessionStorage]:
 @sessions_app.command("list")
 def sessions_list(
     config: ConfigOption = None,
-    query: Annotated[str | None, typer.Option(
-        "--query", "-q", help="Only sessions whose id starts with, or title contains, this.",
-    )] = None,
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query",
+            "-q",
+            help="Only sessions whose id starts with, or title contains, this.",
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500)] = 20,
 ) -> None:
     """Most recently updated sessions first."""
+
     async def main() -> int:
         async with _storage(config) as storage:
             if query:
                 items = await storage.find_sessions(
-                    SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query), limit)
+                    SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query), limit
+                )
             else:
                 items = (await storage.list_sessions(SessionListQuery(limit=limit))).items
         Console().print(sessions_table(items, full_ids=True) if items else "no sessions")
@@ -112,6 +155,7 @@ SessionAction = Callable[[SqlSessionStorage, str, Console], Awaitable[None]]
 
 def _on_session(session_id: str, config: Path | None, action: SessionAction) -> None:
     """Resolve an id or unique prefix, then act on that session."""
+
     async def main() -> int:
         console = Console()
         async with _storage(config) as storage:
@@ -127,10 +171,12 @@ SessionId = Annotated[str, typer.Argument(metavar="ID", help="Session id or uniq
 @sessions_app.command("show")
 def sessions_show(session_id: SessionId, config: ConfigOption = None) -> None:
     """Print a session's whole history, compacted messages included."""
+
     async def show(storage: SqlSessionStorage, found: str, console: Console) -> None:
         summary = (await storage.load_head(found)).summary
-        console.print(f"[bold]{escape(summary.title)}[/]  [dim]{found} · "
-                      f"{summary.message_count} messages[/]")
+        console.print(
+            f"[bold]{escape(summary.title)}[/]  [dim]{found} · {summary.message_count} messages[/]"
+        )
         print_transcript(console, await storage.load_events(found))
 
     _on_session(session_id, config, show)
@@ -139,6 +185,7 @@ def sessions_show(session_id: SessionId, config: ConfigOption = None) -> None:
 @sessions_app.command("delete")
 def sessions_delete(session_id: SessionId, config: ConfigOption = None) -> None:
     """Delete a session and its whole history."""
+
     async def delete(storage: SqlSessionStorage, found: str, console: Console) -> None:
         await storage.delete_session(found)
         console.print(f"deleted {found}")
@@ -149,6 +196,7 @@ def sessions_delete(session_id: SessionId, config: ConfigOption = None) -> None:
 @db_app.command("upgrade")
 def db_upgrade(config: ConfigOption = None) -> None:
     """Apply pending schema migrations to the configured database."""
+
     async def main() -> int:
         url = read_settings(config).database.url
         await upgrade_database(url)

@@ -56,8 +56,7 @@ class SlashCompleter(Completer):
         completer = self._arguments.get(name)
         if completer is not None:
             argument = argument.lstrip()
-            yield from completer.get_completions(
-                Document(argument, len(argument)), complete_event)
+            yield from completer.get_completions(Document(argument, len(argument)), complete_event)
 
 
 def _key_bindings() -> KeyBindings:
@@ -87,8 +86,9 @@ def _key_bindings() -> KeyBindings:
     return bindings
 
 
-def build_prompt(history_file: Path, skill_names: Sequence[str],
-                 model_ids: Sequence[str]) -> PromptSession[str]:
+def build_prompt(
+    history_file: Path, skill_names: Sequence[str], model_ids: Sequence[str]
+) -> PromptSession[str]:
     return PromptSession(
         history=FileHistory(str(history_file)),
         completer=SlashCompleter(skill_names, model_ids),

@@ -68,10 +68,14 @@ def tool_result_line(output: ToolOutput) -> str:
 
 
 def context_line(usage: ContextUsage) -> Text:
-    style = "red bold" if usage.percent >= DANGER_PERCENT else (
-        "yellow" if usage.percent >= WARN_PERCENT else "dim")
-    return Text(f"context {usage.tokens:,} / {usage.window:,} tokens ({usage.percent:.1f} %)",
-                style=style)
+    style = (
+        "red bold"
+        if usage.percent >= DANGER_PERCENT
+        else ("yellow" if usage.percent >= WARN_PERCENT else "dim")
+    )
+    return Text(
+        f"context {usage.tokens:,} / {usage.window:,} tokens ({usage.percent:.1f} %)", style=style
+    )
 
 
 def error_text(code: str, message: str) -> Text:
@@ -107,8 +111,14 @@ class RichTurnView:
         self._text = ""
         self._reasoning = ""
         self._tools: dict[str, _RunningTool] = {}
-        self._live = Live(console=console, transient=True, auto_refresh=True,
-                          refresh_per_second=10, redirect_stdout=False, redirect_stderr=False)
+        self._live = Live(
+            console=console,
+            transient=True,
+            auto_refresh=True,
+            refresh_per_second=10,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
 
     def handle(self, event: AgentEvent) -> None:
         # Started on the first event: a turn refused before it starts leaves no live region.
@@ -125,13 +135,19 @@ class RichTurnView:
         elif isinstance(payload, ToolCallStart):
             self._flush_all()
             self._tools[payload.call_id] = _RunningTool(
-                payload.tool_name, format_arguments(payload.arguments))
+                payload.tool_name, format_arguments(payload.arguments)
+            )
         elif isinstance(payload, ToolCallEnd):
             self._tool_ended(payload)
         elif isinstance(payload, ContextCompacted):
             self._flush_all()
-            self._print(Text(f"⟳ context compacted ({payload.mode}): history through message "
-                             f"#{payload.replaces_through_seq} is now a summary", style="cyan"))
+            self._print(
+                Text(
+                    f"⟳ context compacted ({payload.mode}): history through message "
+                    f"#{payload.replaces_through_seq} is now a summary",
+                    style="cyan",
+                )
+            )
         elif isinstance(payload, TurnComplete):
             self._flush_all()
             if payload.context is not None:
@@ -164,7 +180,8 @@ class RichTurnView:
 
     def _flush_reasoning(self, *, everything: bool) -> None:
         done, self._reasoning = (
-            (self._reasoning, "") if everything else split_complete(self._reasoning))
+            (self._reasoning, "") if everything else split_complete(self._reasoning)
+        )
         if done.strip():
             self._print(Text(done.strip(), style="dim italic"))
 
@@ -176,11 +193,17 @@ class RichTurnView:
         running = self._tools.pop(payload.call_id, None)
         arguments = running.arguments if running else ""
         mark = ("✗ ", "red") if payload.output.is_error else ("✓ ", "green")
-        self._print(Text.assemble(
-            "  ", mark, (payload.tool_name, "bold"), f" {arguments}",
-            (f" · {payload.duration_ms} ms", "dim"),
-            (" → ", "dim"), (tool_result_line(payload.output), "dim"),
-        ))
+        self._print(
+            Text.assemble(
+                "  ",
+                mark,
+                (payload.tool_name, "bold"),
+                f" {arguments}",
+                (f" · {payload.duration_ms} ms", "dim"),
+                (" → ", "dim"),
+                (tool_result_line(payload.output), "dim"),
+            )
+        )
 
     def _pending(self) -> RenderableType:
         parts: list[RenderableType] = []
@@ -190,8 +213,14 @@ class RichTurnView:
             parts.append(Text(self._text))
         now = time.monotonic()
         parts.extend(
-            Spinner("dots", Text.assemble((tool.name, "bold"), f" {tool.arguments} ",
-                                          (f"{now - tool.started:.1f} s", "dim")))
+            Spinner(
+                "dots",
+                Text.assemble(
+                    (tool.name, "bold"),
+                    f" {tool.arguments} ",
+                    (f"{now - tool.started:.1f} s", "dim"),
+                ),
+            )
             for tool in self._tools.values()
         )
         return Group(*parts)
@@ -213,13 +242,16 @@ class PlainTurnView:
             self._open_line = not payload.text.endswith("\n")
         elif isinstance(payload, ToolCallEnd):
             flag = "error" if payload.output.is_error else "ok"
-            self._note(f"[tool {payload.tool_name} {flag} {payload.duration_ms} ms] "
-                       f"{tool_result_line(payload.output)}")
+            self._note(
+                f"[tool {payload.tool_name} {flag} {payload.duration_ms} ms] "
+                f"{tool_result_line(payload.output)}"
+            )
         elif isinstance(payload, TurnCancelled):
             self._note("[cancelled: the answer is incomplete]")
         elif isinstance(payload, ErrorEvent):
-            self._note(f"{'error' if payload.fatal else 'warning'} {payload.code}: "
-                       f"{payload.message}")
+            self._note(
+                f"{'error' if payload.fatal else 'warning'} {payload.code}: {payload.message}"
+            )
 
     def close(self) -> None:
         if self._open_line:

@@ -51,7 +51,8 @@ def read_settings(config: Path | None) -> Settings:
 def is_offline_model(settings: Settings, model_id: str) -> bool:
     """The built-in demo answers (a scripted provider without a script of its own)."""
     return any(
-        provider.type is ProviderType.SCRIPTED and provider.script_path is None
+        provider.type is ProviderType.SCRIPTED
+        and provider.script_path is None
         and model_id in {m.model_id for m in provider.model_infos()}
         for provider in settings.providers
     )

@@ -31,8 +31,9 @@ SHORT_ID = 8
 
 async def find_by_prefix(storage: SessionStorage, prefix: str) -> Sequence[SessionSummary]:
     """Sessions whose id starts with ``prefix``; an exact id is the only match."""
-    found = await storage.find_sessions(SessionSearchQuery(SearchMode.ID_PREFIX, prefix.strip()),
-                                        20)
+    found = await storage.find_sessions(
+        SessionSearchQuery(SearchMode.ID_PREFIX, prefix.strip()), 20
+    )
     exact = [s for s in found if s.session_id == prefix.strip()]
     return exact or found
 
@@ -65,8 +66,12 @@ def sessions_table(
     for item in items:
         marker = "*" if item.session_id == current else ""
         shown = item.session_id if full_ids else item.session_id[:SHORT_ID]
-        table.add_row(shown + marker, item.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
-                      str(item.message_count), item.title)
+        table.add_row(
+            shown + marker,
+            item.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+            str(item.message_count),
+            item.title,
+        )
     return table
 
 
@@ -76,8 +81,11 @@ def memories_table(memories: Sequence[Memory]) -> Table:
     table.add_column("updated", style="dim", no_wrap=True)
     table.add_column("memory", overflow="fold")
     for memory in memories:
-        table.add_row(memory.id[:SHORT_ID],
-                      memory.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"), memory.content)
+        table.add_row(
+            memory.id[:SHORT_ID],
+            memory.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+            memory.content,
+        )
     return table
 
 
@@ -106,14 +114,23 @@ def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
             if payload.status is MessageStatus.INCOMPLETE:
                 console.print(Text("(incomplete: cancelled)", style="yellow"))
         elif isinstance(payload, ToolCall):
-            console.print(Text(f"  → {payload.call.tool_name} "
-                               f"{format_arguments(payload.call.effective_arguments)}",
-                               style="dim"))
+            console.print(
+                Text(
+                    f"  → {payload.call.tool_name} "
+                    f"{format_arguments(payload.call.effective_arguments)}",
+                    style="dim",
+                )
+            )
         elif isinstance(payload, ToolResult):
             console.print(Text(f"  ← {tool_result_line(payload.result.output)}", style="dim"))
         elif isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
-            console.print(Text(f"⟳ compacted through #{_through(payload)}: "
-                               f"{shorten(_summary_text(payload), 120)}", style="cyan"))
+            console.print(
+                Text(
+                    f"⟳ compacted through #{_through(payload)}: "
+                    f"{shorten(_summary_text(payload), 120)}",
+                    style="cyan",
+                )
+            )
 
 
 def _through(payload: Metadata) -> object:

@@ -31,9 +31,7 @@ class InMemoryMemoryStorage:
         idf = {
             t: math.log(1 + total / (1 + sum(t in words for _, words in indexed))) for t in terms
         }
-        scored = [
-            (sum(idf[t] for t in terms if t in words), memory) for memory, words in indexed
-        ]
+        scored = [(sum(idf[t] for t in terms if t in words), memory) for memory, words in indexed]
         hits = [(score, memory) for score, memory in scored if score > 0]
         hits.sort(key=lambda hit: (hit[0], hit[1].updated_at), reverse=True)
         return [memory for _, memory in hits[:top_k]]

@@ -145,8 +145,13 @@ class SqlMemoryStorage(abc.ABC):
         same = memories.c.content == new.content
         keep_if_same = {
             name: case((same, memories.c[name]), else_=new[name])
-            for name in ("content", "search_text", "source_session_id", "source_seq_start",
-                         "source_seq_end")
+            for name in (
+                "content",
+                "search_text",
+                "source_session_id",
+                "source_seq_start",
+                "source_seq_end",
+            )
         }
         return stmt.on_conflict_do_update(
             index_elements=[memories.c.namespace, memories.c.id],

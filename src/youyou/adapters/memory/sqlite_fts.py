@@ -89,6 +89,9 @@ class SqliteMemoryStorage(SqlMemoryStorage):
             chosen = choose_terms(terms, doc_freq, POSTINGS_BUDGET)
             match = " OR ".join(fts_phrase(t) for t in chosen)
             params = {
-                "match": match, "namespace": namespace, "window": POSTINGS_BUDGET, "top_k": top_k
+                "match": match,
+                "namespace": namespace,
+                "window": POSTINGS_BUDGET,
+                "top_k": top_k,
             }
             return [row_to_memory(r) for r in await conn.execute(_SEARCH, params)]

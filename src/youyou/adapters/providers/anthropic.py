@@ -60,8 +60,10 @@ _STOP_REASONS = {
 
 def _block(block: TextBlock | ImageBlock | FileContentBlock) -> dict[str, Any] | None:
     if isinstance(block, ImageBlock):
-        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type,
-                                            "data": block.data_base64}}
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.mime_type, "data": block.data_base64},
+        }
     text = file_block_text(block) if isinstance(block, FileContentBlock) else block.text
     # The API rejects empty text blocks.
     return {"type": "text", "text": text} if text else None
@@ -74,12 +76,17 @@ def _blocks(message: ModelMessage) -> list[dict[str, Any]]:
 def _content(message: ModelMessage) -> tuple[str, list[dict[str, Any]]]:
     """The Anthropic role and content blocks of one message."""
     if message.role is ModelMessageRole.TOOL:
-        result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
-                  "content": _blocks(message)}
+        result = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": _blocks(message),
+        }
         return "user", [result]
     if message.role is ModelMessageRole.ASSISTANT:
-        uses = [{"type": "tool_use", "id": c.call_id, "name": c.tool_name, "input": c.arguments}
-                for c in message.tool_calls]
+        uses = [
+            {"type": "tool_use", "id": c.call_id, "name": c.tool_name, "input": c.arguments}
+            for c in message.tool_calls
+        ]
         return "assistant", [*_blocks(message), *uses]
     return "user", _blocks(message)
 
@@ -133,16 +140,22 @@ class _Tally:
 
     def update(self, usage: AnthropicUsage | MessageDeltaUsage) -> None:
         if usage.input_tokens is not None:
-            self.input_tokens = (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
-                                 + (usage.cache_read_input_tokens or 0))
+            self.input_tokens = (
+                usage.input_tokens
+                + (usage.cache_creation_input_tokens or 0)
+                + (usage.cache_read_input_tokens or 0)
+            )
         self.output_tokens = usage.output_tokens
         if usage.output_tokens_details is not None:
             self.thinking_tokens = usage.output_tokens_details.thinking_tokens
 
     def usage(self) -> Usage:
-        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                     reasoning_tokens=self.thinking_tokens,
-                     total_tokens=self.input_tokens + self.output_tokens)
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            reasoning_tokens=self.thinking_tokens,
+            total_tokens=self.input_tokens + self.output_tokens,
+        )
 
 
 class _Translator:
@@ -179,8 +192,13 @@ class _Translator:
         elif event.type == "content_block_stop" and event.index in self.tool_uses:
             use = self.tool_uses.pop(event.index)
             self.calls += 1
-            return [ToolCallRequested(call_id=use.call_id, tool_name=use.name,
-                                      arguments=parse_tool_arguments("".join(use.json_parts)))]
+            return [
+                ToolCallRequested(
+                    call_id=use.call_id,
+                    tool_name=use.name,
+                    arguments=parse_tool_arguments("".join(use.json_parts)),
+                )
+            ]
         return []
 
     def done(self) -> Done:
@@ -216,8 +234,12 @@ class AnthropicProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        super().__init__(provider_id=provider_id, models=models,
-                         endpoint=endpoint or Endpoint(), classify=_classify)
+        super().__init__(
+            provider_id=provider_id,
+            models=models,
+            endpoint=endpoint or Endpoint(),
+            classify=_classify,
+        )
         self._max_tokens = max_tokens
         self._client = AsyncAnthropic(**self._endpoint.client_options())
 

@@ -51,8 +51,9 @@ def build_provider(
         api_key=resolve_api_key(provider, index, environ),
         headers=provider.headers,
         timeout_s=provider.timeout_s,
-        retry=RetryPolicy(max_attempts=provider.max_attempts,
-                          base_delay_s=provider.retry_base_delay_s),
+        retry=RetryPolicy(
+            max_attempts=provider.max_attempts, base_delay_s=provider.retry_base_delay_s
+        ),
         api_model_names={m.id: m.api_name for m in provider.models if m.api_name},
     )
     # The SDKs are imported only for the provider types in use: together they add seconds to
@@ -60,12 +61,20 @@ def build_provider(
     if provider.type is ProviderType.ANTHROPIC:
         from youyou.adapters.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(provider_id=provider.id, models=models, endpoint=endpoint,
-                                 max_tokens=provider.max_tokens)
+        return AnthropicProvider(
+            provider_id=provider.id,
+            models=models,
+            endpoint=endpoint,
+            max_tokens=provider.max_tokens,
+        )
     from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 
-    return OpenAICompatProvider(provider_id=provider.id, models=models, endpoint=endpoint,
-                                stream_usage=provider.stream_usage)
+    return OpenAICompatProvider(
+        provider_id=provider.id,
+        models=models,
+        endpoint=endpoint,
+        stream_usage=provider.stream_usage,
+    )
 
 
 def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:
@@ -83,8 +92,12 @@ def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:
         raise _invalid(f"providers[{index}].model_path: {exc}") from exc
     if not path.is_file():
         raise _invalid(f"providers[{index}].model_path: no such file: {path}")
-    return LocalLlamaProvider(provider_id=provider.id, models=provider.model_infos(),
-                              model_path=path, n_ctx=provider.n_ctx)
+    return LocalLlamaProvider(
+        provider_id=provider.id,
+        models=provider.model_infos(),
+        model_path=path,
+        n_ctx=provider.n_ctx,
+    )
 
 
 def build_providers(

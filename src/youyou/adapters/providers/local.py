@@ -64,8 +64,12 @@ class LocalLlamaProvider(StreamingProvider):
         n_threads: int | None = None,
     ) -> None:
         # A local failure is not transient: retrying would only repeat it.
-        super().__init__(provider_id=provider_id, models=models,
-                         endpoint=Endpoint(retry=RetryPolicy(max_attempts=1)), classify=_classify)
+        super().__init__(
+            provider_id=provider_id,
+            models=models,
+            endpoint=Endpoint(retry=RetryPolicy(max_attempts=1)),
+            classify=_classify,
+        )
         self._model_path = Path(model_path) if model_path else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
@@ -130,10 +134,18 @@ class LocalLlamaProvider(StreamingProvider):
 def _usage_chunk(context_tokens: int, generated: int) -> dict[str, Any]:
     """llama.cpp streams one chunk per token and no usage: count them, OpenAI-style."""
     prompt = max(context_tokens - generated, 0)
-    return {"id": "local-usage", "object": "chat.completion.chunk", "created": 0,
-            "model": "local", "choices": [],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": generated,
-                      "total_tokens": prompt + generated}}
+    return {
+        "id": "local-usage",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "local",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": generated,
+            "total_tokens": prompt + generated,
+        },
+    }
 
 
 async def _chunks(queue: asyncio.Queue[Any]) -> AsyncIterator[ChatCompletionChunk]:

@@ -227,8 +227,12 @@ class OpenAICompatProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         stream_usage: bool = True,
     ) -> None:
-        super().__init__(provider_id=provider_id, models=models,
-                         endpoint=endpoint or Endpoint(), classify=_classify)
+        super().__init__(
+            provider_id=provider_id,
+            models=models,
+            endpoint=endpoint or Endpoint(),
+            classify=_classify,
+        )
         self._stream_usage = stream_usage
         self._client = AsyncOpenAI(**self._endpoint.client_options())
 

@@ -169,8 +169,12 @@ class SqlSessionStorage:
             ).one_or_none()
             if head is None:
                 raise session_not_found(session_id)
-            slots = (head.profile_seq, head.compaction_seq, head.checkpoint_seq,
-                     head.memory_mode_seq)
+            slots = (
+                head.profile_seq,
+                head.compaction_seq,
+                head.checkpoint_seq,
+                head.memory_mode_seq,
+            )
             seqs = [seq for seq in slots if seq is not None]
             rows = (
                 await conn.execute(
