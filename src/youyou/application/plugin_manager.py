@@ -36,7 +36,6 @@ from youyou.ports.plugin import Plugin
 logger = logging.getLogger(__name__)
 
 Payload = TypeVar("Payload")
-Result = TypeVar("Result")
 
 
 @dataclass(slots=True)

@@ -60,7 +60,6 @@ class BatchContext:
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    outputs: tuple[ToolOutput, ...]
     stop_loop: bool  # an AfterToolUse hook aborted: no further request with tools
 
 
@@ -238,7 +237,7 @@ class ToolDispatcher:
             failure = verdict if isinstance(verdict, AgentError) else failure
         if failure is not None:
             raise failure
-        return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
+        return BatchResult(stop)
 
     async def _run_serial(self, ctx: BatchContext, calls: list[_Call]) -> BatchResult:
         stop = False
@@ -252,7 +251,7 @@ class ToolDispatcher:
             if isinstance(verdict, AgentError):
                 raise verdict
             stop = stop or isinstance(verdict, Abort)
-        return BatchResult(tuple(c.output for c in calls if c.output is not None), stop)
+        return BatchResult(stop)
 
 
 def _event_view(output: ToolOutput) -> ToolOutput:

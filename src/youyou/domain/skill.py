@@ -16,7 +16,3 @@ class SkillDefinition:
     tool_dependencies: tuple[str, ...] = ()
     allow_implicit_invocation: bool = True
     extra: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def title(self) -> str:
-        return self.display_name or self.name

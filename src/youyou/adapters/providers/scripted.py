@@ -142,10 +142,6 @@ class ScriptedProvider:
     def add(self, *responses: ResponseSource) -> None:
         self._queue.extend(responses)
 
-    @property
-    def remaining(self) -> int:
-        return len(self._queue)
-
     @classmethod
     def demo(
         cls, *, provider_id: str = "scripted", models: Sequence[ModelInfo] = (DEMO_MODEL,)
