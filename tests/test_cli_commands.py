@@ -210,3 +210,24 @@ def test_skills_lists_and_completes_skill_names(cli: Cli, tmp_path: Path) -> Non
     [user] = cli.user_messages()
     assert user.content[0].text == "/disk-full db-7"  # type: ignore[union-attr]
     assert "disk-full" in screen(child)
+
+
+def test_reasoning_is_collapsed_and_expands_on_request(cli: Cli) -> None:
+    cli.write_config([{"text": "The disk is full.", "reasoning": "look at df\nthen du\n"}] * 2)
+    child = cli.spawn()
+    child.sendline("why is db-1 down?")
+    child.expect(loose("(2 lines · /reasoning to expand)"))
+    child.expect(PROMPT)
+    child.sendline("/reasoning")
+    child.expect("then du")
+    child.expect(PROMPT)
+    child.sendline("/reasoning full")
+    child.expect("reasoning is now shown full")
+    child.expect(PROMPT)
+    child.sendline("again?")
+    child.expect("then du")
+    child.expect(PROMPT)
+    child.sendline("/reasoning sideways")
+    child.expect(loose("usage: /reasoning [show|full|brief]"))
+    child.expect(PROMPT)
+    quit_chat(child)

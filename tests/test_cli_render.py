@@ -158,3 +158,23 @@ def test_json_view_writes_one_parseable_event_per_line() -> None:
     view.close()
     lines = out.getvalue().splitlines()
     assert [AgentEvent.model_validate(json.loads(line)) for line in lines] == events
+
+
+def test_reasoning_collapses_to_one_line_unless_expanded() -> None:
+    reasoning = "first I check the disk\nthen the inodes\nthen the logs"
+    stream = (ReasoningDeltaEvent(text=reasoning), TextDeltaEvent(text="Answer."))
+    console, out = _console()
+    view = RichTurnView(console)
+    for event in _events(*stream):
+        view.handle(event)
+    view.close()
+    collapsed = out.getvalue()
+    assert "▸ reasoning: first I check the disk  (3 lines · /reasoning to expand)" in collapsed
+    assert "then the inodes" not in collapsed
+    assert view.reasoning_log == reasoning
+    console, out = _console()
+    expanded = RichTurnView(console, expand_reasoning=True)
+    for event in _events(*stream):
+        expanded.handle(event)
+    expanded.close()
+    assert "then the inodes" in out.getvalue() and "▸ reasoning" not in out.getvalue()

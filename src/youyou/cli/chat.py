@@ -28,6 +28,8 @@ class Chat:
         self.console = console
         self.session = session
         self.attachments: list[ImageBlock | FileContentBlock] = []
+        self.expand_reasoning = False
+        self.last_reasoning = ""
 
     @property
     def catalog(self) -> SessionCatalog:
@@ -56,10 +58,12 @@ class Chat:
         """One turn; errors are shown, never raised. Attachments go out with this message."""
         blocks: list[ContentBlock] = [TextBlock(text=text), *self.attachments]
         try:
-            outcome = await run_turn(self.session, blocks, RichTurnView(self.console))
+            view = RichTurnView(self.console, expand_reasoning=self.expand_reasoning)
+            outcome = await run_turn(self.session, blocks, view)
         except AgentError as error:
             self.show_error(error)
             return None
+        self.last_reasoning = view.reasoning_log
         self.attachments.clear()
         if outcome.status is not OutcomeStatus.COMPLETED:
             self.console.print(context_line(self.session.usage()))

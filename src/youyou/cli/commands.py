@@ -195,6 +195,21 @@ async def _memories(chat: Chat, _: str) -> bool:
     return True
 
 
+async def _reasoning(chat: Chat, argument: str) -> bool:
+    choice = argument.strip() or "show"
+    if choice == "show":
+        if chat.last_reasoning.strip():
+            chat.console.print(Text(chat.last_reasoning.strip(), style="dim italic"))
+        else:
+            chat.console.print(Text("the last answer came with no reasoning", style="dim"))
+    elif choice in ("full", "brief"):
+        chat.expand_reasoning = choice == "full"
+        chat.console.print(Text(f"reasoning is now shown {choice}", style="dim"))
+    else:
+        raise _usage_error("usage: /reasoning [show|full|brief]")
+    return True
+
+
 async def _exit(chat: Chat, _: str) -> bool:
     return False
 
@@ -222,6 +237,12 @@ COMMANDS: dict[str, Command] = {
             "attach", "PATH|clear", "send a text file or an image with the next message", _attach
         ),
         Command("memories", "", "long-term memories of this namespace", _memories),
+        Command(
+            "reasoning",
+            "[show|full|brief]",
+            "show the last answer's reasoning, or keep it expanded/collapsed",
+            _reasoning,
+        ),
         Command("exit", "", "close the session and quit", _exit),
     )
 }

@@ -103,11 +103,38 @@ class _RunningTool:
     started: float = field(default_factory=time.monotonic)
 
 
-class RichTurnView:
-    """Terminal view: Markdown per finished paragraph, dim reasoning, spinners for tools."""
+REASONING_LIVE_LINES = 3
 
-    def __init__(self, console: Console) -> None:
+
+def collapsed_reasoning(reasoning: str) -> Text:
+    """One dim line standing for a finished block of reasoning."""
+    lines = [line for line in reasoning.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if len(first) > 80:
+        first = first[:79] + "…"
+    return Text.assemble(
+        ("▸ reasoning: ", "dim"),
+        (first, "dim italic"),
+        (f"  ({len(lines)} line{'s' if len(lines) != 1 else ''} · /reasoning to expand)", "dim"),
+    )
+
+
+def live_tail(reasoning: str) -> str:
+    """The last few lines of reasoning still streaming."""
+    return "\n".join(reasoning.rstrip("\n").splitlines()[-REASONING_LIVE_LINES:])
+
+
+class RichTurnView:
+    """Terminal view: Markdown per finished paragraph, dim reasoning, spinners for tools.
+
+    Reasoning streams live, then collapses to one line (``expand_reasoning`` keeps it all);
+    ``reasoning_log`` holds the turn's full reasoning for ``/reasoning``.
+    """
+
+    def __init__(self, console: Console, *, expand_reasoning: bool = False) -> None:
         self._console = console
+        self._expand_reasoning = expand_reasoning
+        self.reasoning_log = ""
         self._text = ""
         self._reasoning = ""
         self._tools: dict[str, _RunningTool] = {}
@@ -131,7 +158,9 @@ class RichTurnView:
             self._flush_text(everything=False)
         elif isinstance(payload, ReasoningDeltaEvent):
             self._reasoning += payload.text
-            self._flush_reasoning(everything=False)
+            self.reasoning_log += payload.text
+            if self._expand_reasoning:
+                self._flush_reasoning(everything=False)
         elif isinstance(payload, ToolCallStart):
             self._flush_all()
             self._tools[payload.call_id] = _RunningTool(
@@ -182,8 +211,12 @@ class RichTurnView:
         done, self._reasoning = (
             (self._reasoning, "") if everything else split_complete(self._reasoning)
         )
-        if done.strip():
+        if not done.strip():
+            return
+        if self._expand_reasoning:
             self._print(Text(done.strip(), style="dim italic"))
+        else:
+            self._print(collapsed_reasoning(done))
 
     def _flush_all(self) -> None:
         self._flush_reasoning(everything=True)
@@ -208,7 +241,8 @@ class RichTurnView:
     def _pending(self) -> RenderableType:
         parts: list[RenderableType] = []
         if self._reasoning:
-            parts.append(Text(self._reasoning, style="dim italic"))
+            tail = self._reasoning if self._expand_reasoning else live_tail(self._reasoning)
+            parts.append(Text(tail, style="dim italic"))
         if self._text:
             parts.append(Text(self._text))
         now = time.monotonic()
