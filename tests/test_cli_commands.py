@@ -67,6 +67,7 @@ def test_help_lists_every_command(cli: Cli) -> None:
         "/model",
         "/attach",
         "/memories",
+        "/reasoning",
         "/exit",
     ):
         assert command in shown
