@@ -393,3 +393,18 @@ async def test_a_failed_tool_result_write_is_repaired_before_the_next_turn() -> 
     }
     roles = [m.role.value for m in provider.requests[-1].messages]
     assert roles == ["user", "assistant", "tool", "user"]
+
+
+async def test_a_turn_task_cancelled_from_outside_still_ends_its_stream() -> None:
+    agent, _ = await build_agent([text("slow " * 20, chunks=20, delay_s=0.05)])
+    session = await agent.new_session()
+    turn = await session.send_message("hi")
+    await asyncio.sleep(0.05)
+    engine_tasks = [t for t in asyncio.all_tasks() if "_run" in repr(t.get_coro())]
+    assert len(engine_tasks) == 1
+    engine_tasks[0].cancel()
+    outcome = await asyncio.wait_for(turn.join(), 2)
+    assert outcome.status is OutcomeStatus.CANCELLED
+    events = await asyncio.wait_for(turn.collect(), 2)
+    assert payload_types(events)[-1] == "turn_cancelled"
+    await (await session.send_message("again")).join()  # the session is usable again

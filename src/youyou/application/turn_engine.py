@@ -146,7 +146,10 @@ class TurnEngine:
             if runtime.turn_state is TurnState.RUNNING:
                 runtime.turn_state = TurnState.IDLE
             runtime.running_turn = None
-        channel.finish(outcome)
+            if outcome is None:  # the task itself was cancelled (e.g. the loop is closing)
+                channel.emit(TurnCancelled())
+                outcome = TurnOutcome.cancelled()
+            channel.finish(outcome)
 
     # -- the turn ------------------------------------------------------------------------
 
