@@ -28,19 +28,38 @@ from youyou.domain.config import (
 )
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.events import AgentEvent
+from youyou.domain.events import AgentEvent, ContextUsage
 from youyou.domain.hooks import (
     Abort,
+    BeforeToolUsePatch,
     Continue,
     ContinueWith,
     HookKind,
     PluginDescriptor,
+    TurnStartPatch,
 )
 from youyou.domain.ledger import LedgerEvent, ToolOutput
+from youyou.domain.memory import Memory
 from youyou.domain.model import ModelInfo, ProviderCapability
+from youyou.domain.session import (
+    SearchMode,
+    SessionListQuery,
+    SessionPage,
+    SessionSearchQuery,
+    SessionSummary,
+)
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.tool import ToolDescriptor, ToolInput
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
+from youyou.ports import (
+    MemoryStorage,
+    ModelProvider,
+    Plugin,
+    PluginRegistrar,
+    SessionStorage,
+    TokenCounter,
+    ToolHandler,
+)
 
 __version__ = "0.1.0"
 
@@ -51,9 +70,11 @@ __all__ = [
     "AgentConfig",
     "AgentError",
     "AgentEvent",
+    "BeforeToolUsePatch",
     "CancellationToken",
     "CompactionPolicy",
     "ContentBlock",
+    "ContextUsage",
     "Continue",
     "ContinueWith",
     "EnvironmentContext",
@@ -63,26 +84,40 @@ __all__ = [
     "HookKind",
     "ImageBlock",
     "LedgerEvent",
+    "Memory",
     "MemoryMode",
+    "MemoryStorage",
     "ModelInfo",
+    "ModelProvider",
     "OutcomeStatus",
+    "Plugin",
     "PluginDescriptor",
+    "PluginRegistrar",
     "ProviderCapability",
     "RunningTurn",
     "ScriptedProvider",
     "ScriptedResponse",
+    "SearchMode",
     "SessionCatalog",
     "SessionConfig",
     "SessionHandle",
+    "SessionListQuery",
+    "SessionPage",
+    "SessionSearchQuery",
+    "SessionStorage",
+    "SessionSummary",
     "SkillDefinition",
     "SummaryFailurePolicy",
     "TextBlock",
+    "TokenCounter",
     "ToolDescriptor",
+    "ToolHandler",
     "ToolInput",
     "ToolOutput",
     "TurnController",
     "TurnOptions",
     "TurnOutcome",
+    "TurnStartPatch",
     "UserInput",
     "__version__",
 ]
