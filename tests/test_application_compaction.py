@@ -411,3 +411,21 @@ async def test_context_length_error_truncates_before_the_anchor_when_summary_fai
     compacted = next(e.payload for e in events if e.payload.type == "context_compacted")
     assert compacted.mode is CompactionMode.TRUNCATION_FALLBACK  # type: ignore[union-attr]
     assert [m.content[0].text for m in provider.requests[-1].messages] == ["more"]  # type: ignore[union-attr]
+
+
+async def test_compacted_events_are_released_from_memory_only_with_a_storage() -> None:
+    storage = InMemorySessionStorage()
+    agent, _ = await agent_with([text("a1"), text("a2"), text("SUMMARY")], storage=storage)
+    session = await agent.new_session()
+    await (await session.send_message("q1")).join()
+    await (await session.send_message("q2")).join()
+    await session.compact()
+    boundary = session.latest_compaction.replaces_through_seq
+    assert [e.seq for e in session.events] == [boundary + 1]  # only the compaction record
+    stored = await storage.load_events(session.session_id)
+    assert [e.seq for e in stored] == list(range(1, boundary + 2))  # nothing lost
+    in_memory_only, _ = await agent_with([text("a1"), text("SUMMARY")])
+    kept = await in_memory_only.new_session()
+    await (await kept.send_message("q1")).join()
+    await kept.compact()
+    assert [e.seq for e in kept.events] == [1, 2, 3, 4]  # the in-memory ledger is the ledger

@@ -54,7 +54,9 @@ class SessionHandle:
 
     @property
     def events(self) -> tuple[LedgerEvent, ...]:
-        """The loaded ledger (after a resume: from the latest compaction or checkpoint on)."""
+        """The ledger events still in memory. With a session storage, events behind the
+        compaction boundary (and, with long-term memory, already extracted) are released: read
+        the full history from the storage."""
         return tuple(self._runtime.events)
 
     def visible_messages(self) -> tuple[VisibleMessage, ...]:

@@ -188,6 +188,7 @@ class Compactor:
             runtime, Metadata(key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json"))
         )
         context.rebuild(runtime.events, record)
+        self._sessions.release_settled_events(runtime)
         if emit is not None:
             emit(
                 ContextCompacted(mode=record.mode, replaces_through_seq=record.replaces_through_seq)

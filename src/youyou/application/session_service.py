@@ -300,6 +300,19 @@ class SessionService:
             ),
         )
         runtime.last_memory_checkpoint_seq = current
+        self.release_settled_events(runtime)
+
+    def release_settled_events(self, runtime: SessionRuntime) -> None:
+        """Drop loaded events no one reads again: behind the compaction boundary and, with
+        long-term memory, already extracted. Only when they are safe in a session storage."""
+        if self._kernel.session_storage is None:
+            return
+        compaction = runtime.context.state.latest_compaction
+        keep_after = compaction.replaces_through_seq if compaction else 0
+        if self._kernel.memory.enabled:
+            keep_after = min(keep_after, runtime.last_memory_checkpoint_seq)
+        if runtime.events and runtime.events[0].seq <= keep_after:
+            runtime.events = [e for e in runtime.events if e.seq > keep_after]
 
 
 _INTERRUPTED_OUTPUT = ToolOutput(
