@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from youyou.application.skill_resolver import (
-    SkillResolver,
-    find_skill_triggers,
-    strip_skill_triggers,
-)
+from youyou.application.skill_resolver import SkillResolver
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.skill_triggers import find_skill_triggers, strip_skill_triggers
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAA"

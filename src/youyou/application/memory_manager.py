@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from youyou.application.skill_resolver import strip_skill_triggers
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.ledger import LedgerEvent
@@ -35,6 +34,7 @@ from youyou.domain.memory_extraction import (
     render_extraction_input,
 )
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
+from youyou.domain.skill_triggers import strip_skill_triggers
 from youyou.domain.templates import (
     MEMORIES_SUBHEADER,
     MEMORY_SECTION_HEADER,

@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
-from youyou.domain.content import ContentBlock, TextBlock
+from youyou.domain.content import ContentBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.skill_triggers import find_skill_triggers
 from youyou.domain.templates import render_skill_injection
 from youyou.domain.turn import ResolvedSkillInjection
-
-# A trigger is "/name" at the start of the text or after whitespace, ended by whitespace/end.
-_TRIGGER = re.compile(r"(?:(?<=\s)|^)/([a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)(?=\s|$)")
-_LEADING_TEXT = re.compile(r"(?:^|\s)[^/\s]")
-
-
-def find_skill_triggers(blocks: Sequence[ContentBlock]) -> list[tuple[str, bool]]:
-    """``(name, leading)`` of triggers in top-level text blocks, first occurrence, de-duplicated.
-
-    ``leading`` is true for a trigger before any other word of its block.
-    """
-    found: dict[str, bool] = {}
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            for match in _TRIGGER.finditer(block.text):
-                leading = not _LEADING_TEXT.search(block.text[: match.start()])
-                found.setdefault(match.group(1), leading)
-    return list(found.items())
-
-
-def strip_skill_triggers(text: str) -> str:
-    return " ".join(_TRIGGER.sub(" ", text).split())
 
 
 class SkillResolver:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -11,10 +10,10 @@ from pydantic import BaseModel, ConfigDict
 
 from youyou.domain.content import FileContentBlock, TextBlock
 from youyou.domain.ledger import LedgerEvent, UserMessage, is_message
+from youyou.domain.skill_triggers import strip_leading_skill_triggers
 
 UNTITLED_SESSION = "Untitled session"
 TITLE_MAX_CHARS = 80
-_LEADING_SKILLS = re.compile(r"^(?:\s*/[a-z0-9][a-z0-9-]*(?=\s|$))+")
 
 
 class SessionSummary(BaseModel):
@@ -67,7 +66,7 @@ def title_from(message: UserMessage) -> str | None:
     """Title of the first user message with text; None if it carries no text at all."""
     for block in message.content:
         if isinstance(block, TextBlock):
-            line = _LEADING_SKILLS.sub("", block.text).strip().splitlines()
+            line = strip_leading_skill_triggers(block.text).strip().splitlines()
         elif isinstance(block, FileContentBlock):
             line = block.text.strip().splitlines()
         else:
