@@ -42,9 +42,9 @@ class SessionRuntime:
     cancel: CancellationToken = field(default_factory=CancellationToken)
     requests: ChatRequestBuilder = field(default_factory=ChatRequestBuilder)
     running_turn: Any = None
-    # A failed turn may leave tool calls without results: answer them before the next turn.
-    needs_repair: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    # Serializes ledger writes: a background memory checkpoint may write while a turn runs.
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def is_running(self) -> bool:

@@ -52,14 +52,12 @@ def _storage_error(exc: Exception) -> AgentError:
 class SessionService:
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
-        self._write_locks: dict[str, asyncio.Lock] = {}
 
     # -- ledger writes -------------------------------------------------------------------
 
     async def record(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
         """Persist first, then update memory (seed 001 §9.1); on failure nothing changes."""
-        lock = self._write_locks.setdefault(runtime.session_id, asyncio.Lock())
-        async with lock:
+        async with runtime.write_lock:
             event = LedgerEvent.model_construct(
                 seq=runtime.last_seq + 1,
                 timestamp=self._kernel.clock(),
@@ -123,7 +121,6 @@ class SessionService:
             return runtime
         except BaseException:
             kernel.control.rollback(reservation)
-            self._write_locks.pop(session_id, None)
             raise
 
     async def _roll_back_storage(self, session_id: str) -> None:
@@ -207,22 +204,22 @@ class SessionService:
     async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
         accepts: record, as a fact like any other, that each was interrupted."""
-        last_user = max(
-            (i for i, e in enumerate(runtime.events) if isinstance(e.payload, UserMessage)),
-            default=0,
-        )
-        pending: dict[str, ToolCall] = {}
-        for event in runtime.events[last_user:]:
-            if isinstance(event.payload, ToolCall):
-                pending[event.payload.call.call_id] = event.payload
-            elif isinstance(event.payload, ToolResult):
-                pending.pop(event.payload.result.call_id, None)
-        for call_id, orphan in pending.items():
+        answered: set[str] = set()
+        pending: list[ToolCall] = []
+        for event in reversed(runtime.events):  # only the last turn can hold open calls
+            payload = event.payload
+            if isinstance(payload, UserMessage):
+                break
+            if isinstance(payload, ToolResult):
+                answered.add(payload.result.call_id)
+            elif isinstance(payload, ToolCall) and payload.call.call_id not in answered:
+                pending.append(payload)
+        for orphan in reversed(pending):
             await self.record(
                 runtime,
                 ToolResult(
                     result=ToolResultRecord(
-                        call_id=call_id,
+                        call_id=orphan.call.call_id,
                         tool_name=orphan.call.tool_name,
                         output=_INTERRUPTED_OUTPUT,
                     )
@@ -268,7 +265,6 @@ class SessionService:
             logger.warning("memory extraction on close failed", exc_info=True)
         runtime.cancel.cancel()
         runtime.turn_state = TurnState.CLOSED
-        self._write_locks.pop(runtime.session_id, None)
         self._kernel.control.release(runtime.session_id)
 
     async def extract_memories(self, runtime: SessionRuntime) -> None:

@@ -46,7 +46,6 @@ from youyou.domain.ledger import (
 from youyou.domain.model import FinishReason, ProviderErrorKind, Usage
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
 from youyou.domain.turn import (
-    OutcomeStatus,
     ResolvedSkillInjection,
     TurnAugmentation,
     TurnOutcome,
@@ -142,7 +141,6 @@ class TurnEngine:
             outcome = TurnOutcome.panicked(panic)
         finally:
             runtime = turn.runtime
-            runtime.needs_repair = outcome is None or outcome.status is not OutcomeStatus.COMPLETED
             if runtime.turn_state is TurnState.RUNNING:
                 runtime.turn_state = TurnState.IDLE
             runtime.running_turn = None
@@ -171,9 +169,8 @@ class TurnEngine:
                 f"turn aborted by a plugin: {start.abort.reason}",
                 source=ErrorSource.PLUGIN_MANAGER,
             )
-        if runtime.needs_repair:
-            await self._sessions.answer_interrupted_calls(runtime)
-            runtime.needs_repair = False
+        # A failed turn may have left tool calls without results; no provider accepts that.
+        await self._sessions.answer_interrupted_calls(runtime)
         prompt = await self._render_prompt(turn, start.dynamic_sections)
         estimate = await self._admit(turn, prompt)
         if channel.cancel_token.is_cancelled:
