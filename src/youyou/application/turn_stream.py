@@ -40,10 +40,6 @@ class TurnChannel:
             self._outcome.set_result(outcome)
             self._queue.put_nowait(None)
 
-    @property
-    def done(self) -> bool:
-        return self._outcome.done()
-
     def cancel(self) -> None:
         """Idempotent; after the outcome is decided it changes nothing."""
         if not self._outcome.done():

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 
 class CancellationToken:
-    """A one-way flag; callbacks and child tokens fire once when it is cancelled."""
+    """A one-way flag; callbacks fire once when it is cancelled."""
 
     __slots__ = ("_callbacks", "_event")
 
@@ -42,8 +42,3 @@ class CancellationToken:
                 self._callbacks.remove(callback)
 
         return remove
-
-    def child(self) -> CancellationToken:
-        token = CancellationToken()
-        self.on_cancel(token.cancel)
-        return token
