@@ -13,16 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from youyou.domain.content import ContentBlock, ImageBlock, TextBlock
-from youyou.domain.ledger import (
-    AssistantMessage,
-    LedgerEvent,
-    MessageStatus,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from youyou.domain.ledger import LedgerEvent, Metadata
 from youyou.domain.memory import (
     CreateMemory,
     DeleteMemory,
@@ -31,6 +22,7 @@ from youyou.domain.memory import (
     SkipMemory,
     UpdateMemory,
 )
+from youyou.domain.transcript import message_line
 
 # B.10 — system prompt of the memory model.
 MEMORY_EXTRACTION_PROMPT = """\
@@ -90,38 +82,11 @@ def merge_memories(
     return list(merged.values())[: max(max_items, 0)]
 
 
-def _blocks_text(blocks: Sequence[ContentBlock]) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, ImageBlock):
-            parts.append("[image]")
-        elif isinstance(block, TextBlock):
-            parts.append(block.text)
-        else:
-            parts.append(f"[file {block.file_name or ''}]\n{block.text}")
-    return "\n".join(parts)
-
-
 def _event_line(event: LedgerEvent) -> str | None:
-    payload = event.payload
-    if isinstance(payload, UserMessage):
-        body = f"user: {_blocks_text(payload.content)}"
-    elif isinstance(payload, AssistantMessage):
-        cut = " (interrupted)" if payload.status is MessageStatus.INCOMPLETE else ""
-        body = f"assistant{cut}: {_blocks_text(payload.content)}"
-    elif isinstance(payload, ToolCall):
-        args = json.dumps(payload.call.effective_arguments, ensure_ascii=False)
-        body = f"tool_call {payload.call.tool_name}: {args}"
-    elif isinstance(payload, ToolResult):
-        output = payload.result.output
-        text = output.content[:TOOL_RESULT_EXCERPT_CHARS]
-        status = " (error)" if output.is_error else ""
-        body = f"tool_result {payload.result.tool_name}{status}: {text}"
-    elif isinstance(payload, SystemMessage):
-        body = f"system: {payload.content}"
-    else:
+    if isinstance(event.payload, Metadata):
         return None  # metadata carries no conversation content
-    return f"[{event.seq}] {body}"
+    line = message_line(event.payload, tool_result_chars=TOOL_RESULT_EXCERPT_CHARS)
+    return f"[{event.seq}] {line}"
 
 
 def has_conversation(events: Sequence[LedgerEvent]) -> bool:
