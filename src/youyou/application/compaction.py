@@ -50,17 +50,22 @@ class RequestEstimate:
         return self.history + self.prompt + self.augmentation + self.candidate
 
 
+def exceeds_threshold(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
+    """The seed-001 size trigger (``compact_threshold``); ``manual`` turns it off."""
+    threshold = runtime.model.context_window * runtime.resolved.runtime_policy.compact_threshold
+    return runtime.compaction.mode is not MemoryMode.MANUAL and estimate.total >= threshold
+
+
 def should_compact(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
-    """Automatic triggers; ``manual`` turns every automatic one off."""
+    """Every automatic trigger before a new message; ``manual`` turns them all off."""
     policy = runtime.compaction
-    if policy.mode is MemoryMode.MANUAL:
-        return False
-    window = runtime.model.context_window
-    if estimate.total >= window * runtime.resolved.runtime_policy.compact_threshold:
+    if exceeds_threshold(runtime, estimate):
         return True
     if policy.mode is MemoryMode.EVERY_N_TURNS:
         return runtime.context.turns.completed >= policy.every_n_turns
-    return estimate.total >= window * policy.context_percent
+    if policy.mode is MemoryMode.CONTEXT_PERCENT:
+        return estimate.total >= runtime.model.context_window * policy.context_percent
+    return False
 
 
 def target_tokens(runtime: SessionRuntime) -> int:
@@ -120,10 +125,7 @@ def truncation_boundary(
         cut = index
     while cut < len(messages) and isinstance(messages[cut].message, ToolResult):
         cut += 1
-    if cut == 0:
-        return None
-    seq = messages[cut - 1].source_seq
-    return seq
+    return messages[cut - 1].source_seq if cut > 0 else None
 
 
 class Compactor:
@@ -154,35 +156,24 @@ class Compactor:
                 runtime.session_id, len(messages), estimate.history, estimate.total, cfg
             )
         )
-        record: CompactionRecord | None = None
-        if abort is None:
-            record = await self._summarize(runtime, messages)
-        if record is None:
+        body = await self._summarize(runtime, messages) if abort is None else None
+        mode = CompactionMode.SUMMARY if body is not None else CompactionMode.TRUNCATION_FALLBACK
+        boundary = messages[-1].source_seq
+        if body is None and not force:
             pinned = estimate.total - sum(context.estimator.message_tokens(m) for m in messages)
             budget = target_tokens(runtime) - pinned
-            boundary = (
-                messages[-1].source_seq
-                if force
-                else truncation_boundary(messages, context.estimator.message_tokens, budget)
-            )
-            if boundary is None:
-                return None
-            record = CompactionRecord(
-                mode=CompactionMode.TRUNCATION_FALLBACK, replaces_through_seq=boundary
-            )
+            boundary = truncation_boundary(messages, context.estimator.message_tokens, budget)
+        if boundary is None:
+            return None
         previous = context.state.latest_compaction
         behind = sum(
-            1
-            for m in messages
-            if m.source_seq is not None
-            and m.source_seq <= record.replaces_through_seq
-            and is_message(m.message)
+            1 for m in messages if (m.source_seq or 0) <= boundary and is_message(m.message)
         )
-        record = record.model_copy(
-            update={
-                "compacted_message_count": behind
-                + (previous.compacted_message_count if previous else 0)
-            }
+        record = CompactionRecord(
+            mode=mode,
+            replaces_through_seq=boundary,
+            summary_body=body,
+            compacted_message_count=behind + (previous.compacted_message_count if previous else 0),
         )
         await self._sessions.record(
             runtime, Metadata(key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json"))
@@ -197,7 +188,8 @@ class Compactor:
 
     async def _summarize(
         self, runtime: SessionRuntime, messages: Sequence[VisibleMessage]
-    ) -> CompactionRecord | None:
+    ) -> str | None:
+        """The merged summary; None on failure under the truncate policy."""
         policy = runtime.resolved.runtime_policy
         previous = runtime.context.state.latest_compaction
         request = ChatRequest(
@@ -223,11 +215,7 @@ class Compactor:
         except AgentError as err:
             body, failure = "", err.message
         if body:
-            return CompactionRecord(
-                mode=CompactionMode.SUMMARY,
-                replaces_through_seq=messages[-1].source_seq or 0,
-                summary_body=body,
-            )
+            return body
         if runtime.compaction.on_summary_failure is SummaryFailurePolicy.FAIL:
             raise AgentError(
                 ErrorCode.COMPACT_ERROR,

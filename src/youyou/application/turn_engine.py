@@ -11,9 +11,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from youyou.application.compaction import Compactor, RequestEstimate, should_compact
+from youyou.application.compaction import (
+    Compactor,
+    RequestEstimate,
+    exceeds_threshold,
+    should_compact,
+)
 from youyou.application.kernel import Kernel
 from youyou.application.memory_manager import render_memory_section
 from youyou.application.model_stream import ModelResponse, stream_response
@@ -228,12 +233,7 @@ class TurnEngine:
             await self._compactor.compact(
                 runtime, before_seq=None, estimate=estimate, emit=turn.channel.emit
             )
-            estimate = RequestEstimate(
-                runtime.context.history_tokens,
-                estimate.prompt,
-                estimate.augmentation,
-                estimate.candidate,
-            )
+            estimate = replace(estimate, history=runtime.context.history_tokens)
         limit = runtime.model.context_window * runtime.compaction.hard_limit
         if estimate.total >= limit:
             raise _error(
@@ -242,9 +242,7 @@ class TurnEngine:
                 f"(limit {runtime.compaction.hard_limit:.0%}); compact or shorten the message",
                 source=ErrorSource.CONTEXT_MANAGER,
             )
-        return RequestEstimate(
-            estimate.history + estimate.candidate, estimate.prompt, estimate.augmentation
-        )
+        return replace(estimate, history=estimate.history + estimate.candidate, candidate=0)
 
     async def _loop(
         self,
@@ -339,12 +337,8 @@ class TurnEngine:
     ) -> bool:
         """Compact only before the anchor; if the pinned turn alone overflows → COMPACT_ERROR."""
         runtime = turn.runtime
-        current = RequestEstimate(
-            runtime.context.history_tokens, estimate.prompt, estimate.augmentation
-        )
-        window = runtime.model.context_window
-        threshold = window * runtime.resolved.runtime_policy.compact_threshold
-        if not force and (current.total < threshold or runtime.compaction.mode.value == "manual"):
+        current = replace(estimate, history=runtime.context.history_tokens)
+        if not force and not exceeds_threshold(runtime, current):
             return False
         record = await self._compactor.compact(
             runtime,
@@ -353,7 +347,8 @@ class TurnEngine:
             emit=turn.channel.emit,
             force=force,
         )
-        after = runtime.context.history_tokens + estimate.prompt + estimate.augmentation
+        after = replace(estimate, history=runtime.context.history_tokens).total
+        window = runtime.model.context_window
         if after >= window:
             raise _error(
                 ErrorCode.COMPACT_ERROR,
