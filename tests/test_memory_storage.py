@@ -244,6 +244,14 @@ async def test_database_failure_is_storage_error(tmp_path: Path) -> None:
     await store.close()
 
 
+async def test_plain_database_url_gets_the_async_driver(tmp_path: Path) -> None:
+    """The URL the session storage accepts works for the memory store too."""
+    store = await open_memory_storage(f"sqlite:///{tmp_path / 'plain.db'}")
+    await store.upsert(mem("x", "用户在上海工作"))
+    assert await ids(store, "上海") == ["x"]
+    await store.close()
+
+
 async def test_unknown_backend_is_invalid_config() -> None:
     with pytest.raises(AgentError) as err:
         await open_memory_storage("mysql+aiomysql://u@h/db")

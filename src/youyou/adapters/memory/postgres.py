@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, row_to_memory
 from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms, query_terms
@@ -117,10 +117,6 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Memory]], top_k: int) -> 
 
 
 class PostgresMemoryStorage(SqlMemoryStorage):
-    @classmethod
-    def from_url(cls, url: str) -> PostgresMemoryStorage:
-        return cls(create_async_engine(url, pool_pre_ping=True))
-
     def __init__(self, engine: AsyncEngine) -> None:
         super().__init__(engine)
         self.trigram_enabled = False

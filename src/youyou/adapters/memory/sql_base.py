@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import (
     BigInteger,
@@ -32,8 +32,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.memory.text_index import index_text
+from youyou.adapters.storage.engine import create_engine
+from youyou.adapters.storage.errors import storage_error
 from youyou.adapters.storage.tables import UtcDateTime
-from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.memory import Memory
 
 metadata = MetaData()
@@ -77,6 +78,11 @@ class SqlMemoryStorage(abc.ABC):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """An engine set up like the session storage's (async driver, SQLite pragmas)."""
+        return cls(create_engine(url))
+
     @asynccontextmanager
     async def _connect(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
         """A connection whose database errors surface as STORAGE_ERROR."""
@@ -87,13 +93,8 @@ class SqlMemoryStorage(abc.ABC):
             else:
                 async with self.engine.connect() as conn:
                     yield conn
-        except SQLAlchemyError as exc:
-            raise AgentError(
-                ErrorCode.STORAGE_ERROR,
-                f"memory storage failed: {exc}",
-                retryable=True,
-                source=ErrorSource.STORAGE,
-            ) from exc
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            raise storage_error("memory storage", exc) from exc
 
     async def ensure_schema(self) -> None:
         async with self._connect(write=True) as conn:

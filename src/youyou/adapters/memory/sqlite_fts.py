@@ -17,10 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, event, text
-from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy import bindparam, text
 
 from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, row_to_memory
 from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms, query_terms
@@ -60,22 +57,8 @@ def fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None:
-    cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
-
-
 class SqliteMemoryStorage(SqlMemoryStorage):
     """``search`` ranks by BM25 (FTS5 ``rank``) within the namespace."""
-
-    @classmethod
-    def from_url(cls, url: str) -> SqliteMemoryStorage:
-        engine = create_async_engine(url)
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        return cls(engine)
 
     def _search_ddl(self) -> Sequence[str]:
         return _DDL
