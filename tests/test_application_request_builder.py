@@ -44,7 +44,9 @@ RESULT = ToolResult(
 
 
 def context(visible: list[VisibleMessage], post: list[VisibleMessage]) -> RequestContext:
-    return RequestContext(tuple(visible[:-1]), visible[-1], ("<skill>s</skill>",), tuple(post))
+    """``visible`` ends with the anchor; ``post`` follows it (same list when empty, as live)."""
+    full = [*visible, *post] if post else visible
+    return RequestContext(full, len(visible) - 1, ("<skill>s</skill>",))
 
 
 def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
@@ -57,7 +59,6 @@ def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
     request = builder.build(
         model=model(),
         system_prompt="sys",
-        visible=HISTORY,
         context=context(HISTORY, post),
         tools=[TOOL],
         options=RequestBuildOptions(allow_tools=True),
@@ -78,7 +79,6 @@ def build_plain(builder: ChatRequestBuilder, info: ModelInfo, *, allow_tools: bo
     return builder.build(
         model=info,
         system_prompt="s",
-        visible=HISTORY,
         context=context(HISTORY, []),
         tools=[TOOL],
         options=RequestBuildOptions(allow_tools=allow_tools),
@@ -108,7 +108,6 @@ def test_incremental_prefix_matches_a_fresh_conversion() -> None:
             builder.build(
                 model=model(),
                 system_prompt="s",
-                visible=visible,
                 context=ctx,
                 tools=[],
                 options=RequestBuildOptions(True),

@@ -80,10 +80,9 @@ class ContextManager:
         visible = self.state.visible_messages
         index = _anchor_index(visible, augmentation.origin_user_seq)
         return RequestContext(
-            pre_anchor_messages=tuple(visible[:index]),
-            anchor_message=visible[index],
+            visible=visible,
+            anchor_index=index,
             post_anchor_augmentations=tuple(i.rendered_xml for i in augmentation.skill_injections),
-            post_anchor_messages=tuple(visible[index + 1 :]),
         )
 
 

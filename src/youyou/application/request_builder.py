@@ -130,13 +130,12 @@ class ChatRequestBuilder:
         *,
         model: ModelInfo,
         system_prompt: str,
-        visible: list[VisibleMessage],
         context: RequestContext,
         tools: Sequence[ToolDescriptor],
         options: RequestBuildOptions,
     ) -> ChatRequest:
         """Order: pre-anchor → anchor → skill augmentations → post-anchor (seed 001 §8.4)."""
-        messages = self.messages.prefix(visible, len(context.pre_anchor_messages))
+        messages = self.messages.prefix(context.visible, context.anchor_index)
         tail, tail_image = convert_messages([context.anchor_message])
         messages.extend(tail)
         messages.extend(

@@ -261,7 +261,6 @@ class TurnEngine:
             request = runtime.requests.build(
                 model=runtime.model,
                 system_prompt=prompt.system_prompt,
-                visible=runtime.context.state.visible_messages,
                 context=runtime.context.build_request_context(augmentation),
                 tools=[t.descriptor for t in turn.tools.values()],
                 options=RequestBuildOptions(allow_tools=allow_tools),

@@ -54,7 +54,24 @@ class TurnAugmentation:
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    pre_anchor_messages: tuple[VisibleMessage, ...]
-    anchor_message: VisibleMessage
+    """The visible history split at the current turn's anchor (seed 001 §4.4).
+
+    It keeps the history list itself and the anchor's index: the parts are views, so building a
+    request does not copy the whole history each time.
+    """
+
+    visible: list[VisibleMessage]
+    anchor_index: int
     post_anchor_augmentations: tuple[str, ...]
-    post_anchor_messages: tuple[VisibleMessage, ...]
+
+    @property
+    def pre_anchor_messages(self) -> list[VisibleMessage]:
+        return self.visible[: self.anchor_index]
+
+    @property
+    def anchor_message(self) -> VisibleMessage:
+        return self.visible[self.anchor_index]
+
+    @property
+    def post_anchor_messages(self) -> list[VisibleMessage]:
+        return self.visible[self.anchor_index + 1 :]
