@@ -20,6 +20,7 @@ from youyou.adapters.providers.base import (
     Endpoint,
     StreamingProvider,
     file_block_text,
+    settle_finish,
 )
 from youyou.adapters.providers.errors import (
     IncompleteStream,
@@ -163,7 +164,7 @@ class _Translator:
 
     def __init__(self) -> None:
         self.tool_uses: dict[int, _ToolUse] = {}
-        self.calls = 0
+        self.called_tools = False
         self.stop_reason: str | None = None
         self.tally = _Tally()
 
@@ -191,7 +192,7 @@ class _Translator:
                 self.tool_uses[event.index].json_parts.append(delta.partial_json)
         elif event.type == "content_block_stop" and event.index in self.tool_uses:
             use = self.tool_uses.pop(event.index)
-            self.calls += 1
+            self.called_tools = True
             return [
                 ToolCallRequested(
                     call_id=use.call_id,
@@ -204,11 +205,7 @@ class _Translator:
     def done(self) -> Done:
         if self.stop_reason is None:
             raise IncompleteStream("the stream ended without a stop reason")
-        reason = _STOP_REASONS.get(self.stop_reason, FinishReason.STOP)
-        if self.calls:
-            reason = FinishReason.TOOL_CALLS
-        elif reason is FinishReason.TOOL_CALLS:
-            reason = FinishReason.STOP
+        reason = settle_finish(_STOP_REASONS.get(self.stop_reason), called_tools=self.called_tools)
         return Done(finish_reason=reason, usage=self.tally.usage())
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from youyou.adapters.providers.errors import Classify, RetryPolicy, drive_stream
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock
-from youyou.domain.model import ChatEvent, ChatRequest, ModelInfo
+from youyou.domain.model import ChatEvent, ChatRequest, FinishReason, ModelInfo
 
 NO_API_KEY = "no-key"
 """Sent when no key is configured: local servers ignore it, the SDKs insist on one."""
@@ -44,6 +44,16 @@ class Endpoint:
 def file_block_text(block: FileContentBlock) -> str:
     """File text travels as plain text, headed by its name so the model can cite it."""
     return f"File: {block.file_name}\n\n{block.text}" if block.file_name else block.text
+
+
+def settle_finish(reported: FinishReason | None, *, called_tools: bool) -> FinishReason:
+    """The tool calls actually delivered decide ``TOOL_CALLS``, whatever the server reported:
+    some say ``stop`` after calls, others ``tool_calls`` with none. Unknown means ``STOP``."""
+    if called_tools:
+        return FinishReason.TOOL_CALLS
+    if reported is None or reported is FinishReason.TOOL_CALLS:
+        return FinishReason.STOP
+    return reported
 
 
 class StreamingProvider(ABC):

@@ -23,6 +23,7 @@ from youyou.adapters.providers.base import (
     Endpoint,
     StreamingProvider,
     file_block_text,
+    settle_finish,
 )
 from youyou.adapters.providers.errors import (
     IncompleteStream,
@@ -275,7 +276,5 @@ async def translate_chunks(chunks: AsyncIterable[ChatCompletionChunk]) -> AsyncI
     requested = calls.complete()
     for call in requested:
         yield call
-    reason = FinishReason.TOOL_CALLS if requested else _FINISH_REASONS.get(finish)
-    if reason is FinishReason.TOOL_CALLS and not requested:
-        reason = FinishReason.STOP
-    yield Done(finish_reason=reason or FinishReason.STOP, usage=usage)
+    reason = settle_finish(_FINISH_REASONS.get(finish), called_tools=bool(requested))
+    yield Done(finish_reason=reason, usage=usage)
