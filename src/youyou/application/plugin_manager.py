@@ -36,6 +36,7 @@ from youyou.ports.plugin import Plugin
 logger = logging.getLogger(__name__)
 
 Payload = TypeVar("Payload")
+Handler = TypeVar("Handler")
 
 
 @dataclass(slots=True)
@@ -58,33 +59,30 @@ class _Registrar:
         self._hooks = hooks
         self.tapped: set[HookKind] = set()
 
+    def _tap(self, kind: HookKind, chain: list[tuple[str, Any, Handler]], handler: Handler) -> None:
+        self.tapped.add(kind)
+        chain.append((self._id, self._config, handler))
+
     def tap_session_start(self, handler: SessionStartHandler) -> None:
-        self.tapped.add(HookKind.SESSION_START)
-        self._hooks.session_start.append((self._id, self._config, handler))
+        self._tap(HookKind.SESSION_START, self._hooks.session_start, handler)
 
     def tap_session_end(self, handler: SessionEndHandler) -> None:
-        self.tapped.add(HookKind.SESSION_END)
-        self._hooks.session_end.append((self._id, self._config, handler))
+        self._tap(HookKind.SESSION_END, self._hooks.session_end, handler)
 
     def tap_turn_start(self, handler: TurnStartHandler) -> None:
-        self.tapped.add(HookKind.TURN_START)
-        self._hooks.turn_start.append((self._id, self._config, handler))
+        self._tap(HookKind.TURN_START, self._hooks.turn_start, handler)
 
     def tap_turn_end(self, handler: TurnEndHandler) -> None:
-        self.tapped.add(HookKind.TURN_END)
-        self._hooks.turn_end.append((self._id, self._config, handler))
+        self._tap(HookKind.TURN_END, self._hooks.turn_end, handler)
 
     def tap_before_tool_use(self, handler: BeforeToolUseHandler) -> None:
-        self.tapped.add(HookKind.BEFORE_TOOL_USE)
-        self._hooks.before_tool_use.append((self._id, self._config, handler))
+        self._tap(HookKind.BEFORE_TOOL_USE, self._hooks.before_tool_use, handler)
 
     def tap_after_tool_use(self, handler: AfterToolUseHandler) -> None:
-        self.tapped.add(HookKind.AFTER_TOOL_USE)
-        self._hooks.after_tool_use.append((self._id, self._config, handler))
+        self._tap(HookKind.AFTER_TOOL_USE, self._hooks.after_tool_use, handler)
 
     def tap_before_compact(self, handler: BeforeCompactHandler) -> None:
-        self.tapped.add(HookKind.BEFORE_COMPACT)
-        self._hooks.before_compact.append((self._id, self._config, handler))
+        self._tap(HookKind.BEFORE_COMPACT, self._hooks.before_compact, handler)
 
 
 @dataclass(frozen=True, slots=True)
