@@ -125,10 +125,8 @@ class ToolDispatcher:
         return _Call(resolved, preset)
 
     async def _start(self, ctx: BatchContext, call: _Call) -> None:
+        """Ledger first, then the event (seed 001 §9.1): a start is never shown unrecorded."""
         r = call.resolved
-        ctx.emit(
-            ToolCallStart(call_id=r.call_id, tool_name=r.tool_name, arguments=r.effective_arguments)
-        )
         await ctx.record(
             ToolCall(
                 call=ToolCallRecord(
@@ -138,6 +136,9 @@ class ToolDispatcher:
                     effective_arguments=r.effective_arguments,
                 )
             )
+        )
+        ctx.emit(
+            ToolCallStart(call_id=r.call_id, tool_name=r.tool_name, arguments=r.effective_arguments)
         )
 
     async def _execute(self, ctx: BatchContext, call: _Call) -> None:
