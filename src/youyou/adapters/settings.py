@@ -259,7 +259,8 @@ def _unique(key: str, values: list[str]) -> None:
         seen.add(value)
 
 
-def _invalid(message: str) -> AgentError:
+def config_error(message: str) -> AgentError:
+    """The error of every configuration problem, here and where providers are built."""
     return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
 
 
@@ -275,9 +276,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError as exc:
-        raise _invalid(f"configuration file not found: {path}") from exc
+        raise config_error(f"configuration file not found: {path}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise _invalid(f"{path} is not valid TOML: {exc}") from exc
+        raise config_error(f"{path} is not valid TOML: {exc}") from exc
 
 
 def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") -> Settings:
@@ -290,7 +291,7 @@ def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") ->
             where = _key_path(error["loc"])
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{where}: {message}" if where else message)
-        raise _invalid(f"invalid {source}: " + "; ".join(problems)) from exc
+        raise config_error(f"invalid {source}: " + "; ".join(problems)) from exc
 
 
 def load_settings(

