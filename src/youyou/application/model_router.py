@@ -50,14 +50,12 @@ class ModelRegistry:
         return [route.info for route in self._routes.values()]
 
 
-async def complete_text(
-    registry: ModelRegistry, request: ChatRequest, cancel: CancellationToken | None = None
-) -> str:
+async def complete_text(registry: ModelRegistry, request: ChatRequest) -> str:
     """One tools-less request collected into text (compaction, memory extraction)."""
     provider = registry.route(request.model_id).provider
     parts: list[str] = []
     try:
-        async for event in provider.chat(request, cancel or CancellationToken()):
+        async for event in provider.chat(request, CancellationToken()):
             if isinstance(event, TextDelta):
                 parts.append(event.text)
             elif isinstance(event, ChatError):
