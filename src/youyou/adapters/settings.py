@@ -222,17 +222,18 @@ class Settings(_Section):
 
     @model_validator(mode="after")
     def _references(self) -> Self:
+        model_ids = self.model_ids()
         _unique("providers[].id", [p.id for p in self.providers])
-        _unique("providers[].models[].id", self.model_ids())
+        _unique("providers[].models[].id", model_ids)
         _unique("mcp_servers[].name", [s.name for s in self.mcp_servers])
         if not self.providers:
             raise ValueError("providers: at least one [[providers]] entry is required")
         for key in ("default_model", "compact_model", "memory_model"):
             model = getattr(self.agent, key)
-            if model is not None and model not in self.model_ids():
+            if model is not None and model not in model_ids:
                 raise ValueError(
                     f"agent.{key}: {model!r} is not a model of any [[providers]] entry "
-                    f"(known: {', '.join(self.model_ids())})"
+                    f"(known: {', '.join(model_ids)})"
                 )
         return self
 
