@@ -180,10 +180,9 @@ class ScriptedProvider:
             return
         response = source if isinstance(source, ScriptedResponse) else source(request)
         for event in response.events:
-            if response.delay_s > 0 and await _cancelled_within(cancel, response.delay_s):
-                yield Done(finish_reason=FinishReason.CANCELLED)
-                return
-            if cancel.is_cancelled:
+            if cancel.is_cancelled or (
+                response.delay_s > 0 and await _cancelled_within(cancel, response.delay_s)
+            ):
                 yield Done(finish_reason=FinishReason.CANCELLED)
                 return
             yield event
