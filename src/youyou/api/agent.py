@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from youyou.api.catalog import SessionCatalog
@@ -57,12 +58,18 @@ class Agent:
         control = self._kernel.control
         if not control.begin_shutdown():
             return
-        for runtime in control.active_runtimes():
-            try:
-                await self._sessions.close(runtime, SessionTerminationMode.SHUTDOWN)
-            except Exception:
+        runtimes = control.active_runtimes()
+        # Sessions close concurrently: each may wait for its turn and a memory extraction.
+        results = await asyncio.gather(
+            *(self._sessions.close(r, SessionTerminationMode.SHUTDOWN) for r in runtimes),
+            return_exceptions=True,
+        )
+        for runtime, result in zip(runtimes, results, strict=True):
+            if isinstance(result, Exception):
                 logger.warning(
-                    "closing session %s during shutdown failed", runtime.session_id, exc_info=True
+                    "closing session %s during shutdown failed",
+                    runtime.session_id,
+                    exc_info=result,
                 )
                 control.release(runtime.session_id)
         await self._kernel.plugins.shutdown()
