@@ -45,9 +45,8 @@ from youyou import (
     ScriptedProvider,
     ScriptedResponse,
 )
-from youyou.adapters.storage.catalog import fold
-from youyou.adapters.storage.codec import HeadSlot, encode_event, head_slot, metadata_key
-from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.storage.codec import head_slot
+from youyou.adapters.storage.sql import SLOT_COLUMNS, SqlSessionStorage, event_row, session_row
 from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.adapters.tokens import ApproximateTokenCounter
 from youyou.domain.content import TextBlock
@@ -78,11 +77,6 @@ CONFIG = AgentConfig(
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ANSWER = " ".join(f"word{i}" for i in range(50))
 COMPACTED_TAIL = 50
-SLOT_COLUMNS = {
-    HeadSlot.PROFILE: "profile_seq",
-    HeadSlot.COMPACTION: "compaction_seq",
-    HeadSlot.CHECKPOINT: "checkpoint_seq",
-}
 
 
 def answer(_: ChatRequest) -> ScriptedResponse:
@@ -157,34 +151,11 @@ async def build_session(storage: SqlSessionStorage, size: int, *, compacted: boo
         summary = next_summary(summary, session_id, event)
         slot = head_slot(event)
         if slot is not None:
-            slots[SLOT_COLUMNS[slot]] = seq
-        rows.append(
-            {
-                "session_id": session_id,
-                "seq": seq,
-                "timestamp": event.timestamp,
-                "kind": event.payload.kind,
-                "metadata_key": metadata_key(event),
-                "schema_version": event.schema_version,
-                "event_json": encode_event(event),
-            }
-        )
+            slots[SLOT_COLUMNS[slot].name] = seq
+        rows.append(event_row(session_id, event))
     assert summary is not None
     await bulk_insert(
-        storage,
-        sessions,
-        [
-            {
-                "id": session_id,
-                "title": summary.title,
-                "title_folded": fold(summary.title),
-                "created_at": summary.created_at,
-                "updated_at": summary.updated_at,
-                "message_count": summary.message_count,
-                "last_seq": size,
-                **slots,
-            }
-        ],
+        storage, sessions, [{"id": session_id, **session_row(summary, size), **slots}]
     )
     await bulk_insert(storage, ledger_events, rows)
     head: SessionHead = await storage.load_head(session_id)  # the fast path must match the port

@@ -26,9 +26,8 @@ from typing import Any
 import asyncpg
 from sqlalchemy import text
 
-from youyou.adapters.storage.catalog import SortKey, encode_cursor, fold
-from youyou.adapters.storage.codec import encode_event
-from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.storage.catalog import SortKey, encode_cursor
+from youyou.adapters.storage.sql import SqlSessionStorage, event_row, session_row
 from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import META_SESSION_PROFILE, LedgerEvent, Metadata, UserMessage
@@ -75,18 +74,14 @@ def session_rows(count: int, rng: random.Random) -> list[dict[str, Any]]:
     for _ in range(count):
         updated = T0 + timedelta(seconds=rng.randrange(count * 10))  # some ties
         title = " ".join(rng.choices(WORDS, k=5)).capitalize() + f" #{rng.randrange(10**6)}"
-        rows.append(
-            {
-                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                "title": title,
-                "title_folded": fold(title),
-                "created_at": updated - timedelta(hours=1),
-                "updated_at": updated,
-                "message_count": rng.randrange(200),
-                "last_seq": 1,
-                "profile_seq": 1,
-            }
+        summary = SessionSummary(
+            session_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            title=title,
+            created_at=updated - timedelta(hours=1),
+            updated_at=updated,
+            message_count=rng.randrange(200),
         )
+        rows.append({"id": summary.session_id, **session_row(summary, 1), "profile_seq": 1})
     return rows
 
 
@@ -99,17 +94,7 @@ def event_rows(session_id: str, count: int) -> list[dict[str, Any]]:
             else UserMessage(content=(TextBlock(text=f"message {seq} " + "x" * 200),))
         )
         event = LedgerEvent(seq=seq, timestamp=T0 + timedelta(seconds=seq), payload=payload)
-        rows.append(
-            {
-                "session_id": session_id,
-                "seq": seq,
-                "timestamp": event.timestamp,
-                "kind": payload.kind,
-                "metadata_key": META_SESSION_PROFILE if seq == 1 else None,
-                "schema_version": event.schema_version,
-                "event_json": encode_event(event),
-            }
-        )
+        rows.append(event_row(session_id, event))
     return rows
 
 
@@ -207,21 +192,15 @@ async def bench_append(storage: SqlSessionStorage, count: int) -> None:
 
 async def bench_long_session(storage: SqlSessionStorage, count: int, runs: int) -> None:
     sid = "long-session"
+    summary = SessionSummary(
+        session_id=sid,
+        title="long",
+        created_at=T0,
+        updated_at=T0 + timedelta(seconds=count),
+        message_count=count - 1,
+    )
     await bulk_insert(
-        storage,
-        sessions,
-        [
-            {
-                "id": sid,
-                "title": "long",
-                "title_folded": "long",
-                "created_at": T0,
-                "updated_at": T0 + timedelta(seconds=count),
-                "message_count": count - 1,
-                "last_seq": count,
-                "profile_seq": 1,
-            }
-        ],
+        storage, sessions, [{"id": sid, **session_row(summary, count), "profile_seq": 1}]
     )
     await bulk_insert(storage, ledger_events, event_rows(sid, count))
     await analyze(storage)

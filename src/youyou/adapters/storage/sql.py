@@ -46,7 +46,7 @@ from youyou.domain.session import (
     SessionSummary,
 )
 
-_SLOT_COLUMNS = {
+SLOT_COLUMNS = {
     HeadSlot.PROFILE: sessions.c.profile_seq,
     HeadSlot.COMPACTION: sessions.c.compaction_seq,
     HeadSlot.CHECKPOINT: sessions.c.checkpoint_seq,
@@ -105,37 +105,20 @@ class SqlSessionStorage:
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> None:
         action = append_action(session_id, event.seq, summary)
-        document = encode_event(event)
+        row = event_row(session_id, event)
         async with self._transaction(action, write=True) as conn:
             result = await conn.execute(self._upsert_session(session_id, event, summary))
             if result.rowcount != 1:
                 raise seq_conflict(action)
-            await conn.execute(
-                ledger_events.insert().values(
-                    session_id=session_id,
-                    seq=event.seq,
-                    timestamp=event.timestamp,
-                    kind=event.payload.kind,
-                    metadata_key=metadata_key(event),
-                    schema_version=event.schema_version,
-                    event_json=document,
-                )
-            )
+            await conn.execute(ledger_events.insert().values(row))
 
     def _upsert_session(
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> Executable:
-        values: dict[str, Any] = {
-            "title": summary.title,
-            "title_folded": fold(summary.title),
-            "created_at": summary.created_at,
-            "updated_at": summary.updated_at,
-            "message_count": summary.message_count,
-            "last_seq": event.seq,
-        }
+        values = session_row(summary, event.seq)
         slot = head_slot(event)
         if slot is not None:
-            values[_SLOT_COLUMNS[slot].name] = event.seq
+            values[SLOT_COLUMNS[slot].name] = event.seq
         stmt: postgresql.Insert | sqlite.Insert = (
             postgresql.insert(sessions) if self._postgresql else sqlite.insert(sessions)
         ).values(id=session_id, **values)
@@ -162,7 +145,7 @@ class SqlSessionStorage:
         async with self._transaction(action) as conn:
             head = (
                 await conn.execute(
-                    select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *_SLOT_COLUMNS.values()).where(
+                    select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *SLOT_COLUMNS.values()).where(
                         sessions.c.id == session_id
                     )
                 )
@@ -225,6 +208,31 @@ class SqlSessionStorage:
         found = await conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id))
         if found is None:
             raise session_not_found(session_id)
+
+
+def event_row(session_id: str, event: LedgerEvent) -> dict[str, Any]:
+    """The ``ledger_events`` row of ``event`` (benchmarks bulk-load these too)."""
+    return {
+        "session_id": session_id,
+        "seq": event.seq,
+        "timestamp": event.timestamp,
+        "kind": event.payload.kind,
+        "metadata_key": metadata_key(event),
+        "schema_version": event.schema_version,
+        "event_json": encode_event(event),
+    }
+
+
+def session_row(summary: SessionSummary, last_seq: int) -> dict[str, Any]:
+    """The ``sessions`` columns an append sets, besides ``id`` and the head pointers."""
+    return {
+        "title": summary.title,
+        "title_folded": fold(summary.title),
+        "created_at": summary.created_at,
+        "updated_at": summary.updated_at,
+        "message_count": summary.message_count,
+        "last_seq": last_seq,
+    }
 
 
 def _search(query: SessionSearchQuery, limit: int) -> Select[Any]:
