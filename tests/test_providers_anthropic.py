@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -14,6 +13,7 @@ from fakes.chat import (
     cancel_after_first_text,
     close_tracked,
     collect,
+    ended_with_error,
     track,
     user,
 )
@@ -21,7 +21,6 @@ from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicPro
 from youyou.adapters.providers.base import Endpoint
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
-    ChatError,
     ChatRequest,
     Done,
     FinishReason,
@@ -299,11 +298,10 @@ async def test_http_errors_are_mapped(
 ) -> None:
     server.default = lambda _: anthropic_error(status, error_type, message)
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
 
-    assert len(events) == 1 and isinstance(events[0], ChatError)
-    assert (events[0].error.kind, events[0].error.retryable) == (kind, retryable)
-    assert message in events[0].error.message
+    assert (error.kind, error.retryable) == (kind, retryable)
+    assert message in error.message
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
 
 
@@ -327,32 +325,25 @@ async def test_error_event_after_text_is_not_retried(server: FakeAnthropicServer
         text_reply("Partial answer again"),
     )
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()), "Part")
 
-    assert events[0] == TextDelta(text="Part")
-    assert isinstance(events[1], ChatError)
-    assert events[1].error.retryable  # the kernel may retry the whole turn, the provider didn't
-    assert len(events) == 2
+    assert error.retryable  # the kernel may retry the whole turn, the provider didn't
     assert len(server.requests) == 1
 
 
 async def test_broken_stream_is_a_transport_error(server: FakeAnthropicServer) -> None:
     server.enqueue(AnthropicStream().text("Hal").abort())
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()), "Hal")
 
-    assert events[0] == TextDelta(text="Hal")
-    assert isinstance(events[1], ChatError)
-    assert events[1].error.kind is ProviderErrorKind.TRANSPORT
+    assert error.kind is ProviderErrorKind.TRANSPORT
     assert len(server.requests) == 1
 
 
 async def test_cancellation_closes_the_http_stream(server: FakeAnthropicServer) -> None:
     server.enqueue(AnthropicStream().text("Hello", " there", delay_s=30).stop().reply())
 
-    events = await asyncio.wait_for(
-        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5
-    )
+    events = await cancel_after_first_text(provider_for(server.base_url), request())
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
-    assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)
+    assert await server.requests[0].hung_up()

@@ -7,7 +7,6 @@ machine but fails loudly in CI (``CI=true``), which installs ``.[dev,local]``.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import socket
@@ -81,8 +80,8 @@ async def test_in_process_model_streams_an_answer(in_process: LocalLlamaProvider
 
 
 async def test_in_process_generation_stops_on_cancel(in_process: LocalLlamaProvider) -> None:
-    events = await asyncio.wait_for(
-        cancel_after_first_text(in_process, ask("Write a long story about a cat.", 400)), timeout=60
+    events = await cancel_after_first_text(
+        in_process, ask("Write a long story about a cat.", 400), timeout_s=60
     )
 
     assert isinstance(events[0], TextDelta)
@@ -159,8 +158,8 @@ async def test_cancel_against_llama_cpp_server_then_serve_again(llama_server: st
         provider_id="llama", models=[MODEL], endpoint=Endpoint(base_url=llama_server, timeout_s=120)
     )
 
-    events = await asyncio.wait_for(
-        cancel_after_first_text(provider, ask("Write a long story about a dog.", 400)), timeout=60
+    events = await cancel_after_first_text(
+        provider, ask("Write a long story about a dog.", 400), timeout_s=60
     )
 
     assert isinstance(events[0], TextDelta)

@@ -15,6 +15,7 @@ from fakes.chat import (
     cancel_after_first_text,
     close_tracked,
     collect,
+    ended_with_error,
     track,
     user,
 )
@@ -26,7 +27,6 @@ from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
-    ChatError,
     ChatRequest,
     Done,
     FinishReason,
@@ -316,10 +316,8 @@ async def test_http_errors_are_mapped(
 ) -> None:
     server.default = lambda _: openai_error(status, message, code=code)
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
 
-    assert len(events) == 1 and isinstance(events[0], ChatError)
-    error = events[0].error
     assert (error.kind, error.retryable) == (kind, retryable)
     assert message in error.message
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
@@ -333,11 +331,10 @@ async def test_connection_refused_is_a_retryable_transport_error() -> None:
         port = sock.getsockname()[1]
     provider = provider_for(f"http://127.0.0.1:{port}/v1", RetryPolicy(2, 0.01, 0.01))
 
-    events = await collect(provider, request())
+    error = ended_with_error(await collect(provider, request()))
 
-    assert len(events) == 1 and isinstance(events[0], ChatError)
-    assert events[0].error.kind is ProviderErrorKind.TRANSPORT
-    assert events[0].error.retryable
+    assert error.kind is ProviderErrorKind.TRANSPORT
+    assert error.retryable
 
 
 async def test_retries_before_the_first_token(server: FakeOpenAIServer) -> None:
@@ -368,45 +365,36 @@ async def test_retry_after_header_is_honoured(server: FakeOpenAIServer) -> None:
 async def test_no_retry_once_text_was_delivered(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("Hel").abort(), text_reply("Hello"))
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()), "Hel")
 
-    assert events[0] == TextDelta(text="Hel")
-    assert isinstance(events[1], ChatError)
-    assert events[1].error.kind is ProviderErrorKind.TRANSPORT
-    assert len(events) == 2
+    assert error.kind is ProviderErrorKind.TRANSPORT
     assert len(server.requests) == 1
 
 
 async def test_error_object_inside_the_stream(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("a").error("upstream overloaded").reply())
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()), "a")
 
-    assert events[0] == TextDelta(text="a")
-    assert isinstance(events[1], ChatError)
-    assert "upstream overloaded" in events[1].error.message
+    assert "upstream overloaded" in error.message
     assert len(server.requests) == 1
 
 
 async def test_stream_without_finish_reason_is_an_error(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("partial").reply())
 
-    events = await collect(provider_for(server.base_url), request())
+    error = ended_with_error(await collect(provider_for(server.base_url), request()), "partial")
 
-    assert events[0] == TextDelta(text="partial")
-    assert isinstance(events[1], ChatError)
-    assert events[1].error.kind is ProviderErrorKind.TRANSPORT
+    assert error.kind is ProviderErrorKind.TRANSPORT
 
 
 async def test_cancellation_closes_the_http_stream(server: FakeOpenAIServer) -> None:
     server.enqueue(OpenAIStream().text("Hello", " world", delay_s=30).finish().reply())
 
-    events = await asyncio.wait_for(
-        cancel_after_first_text(provider_for(server.base_url), request()), timeout=5
-    )
+    events = await cancel_after_first_text(provider_for(server.base_url), request())
 
     assert events == [TextDelta(text="Hello"), Done(finish_reason=FinishReason.CANCELLED)]
-    assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)
+    assert await server.requests[0].hung_up()
 
 
 async def test_cancelled_token_sends_nothing(server: FakeOpenAIServer) -> None:
@@ -438,4 +426,4 @@ async def test_abandoning_the_stream_closes_the_connection(server: FakeOpenAISer
     assert await anext(stream) == TextDelta(text="Hello")
     await stream.aclose()  # type: ignore[attr-defined]
 
-    assert await asyncio.to_thread(server.requests[0].disconnected.wait, 5)
+    assert await server.requests[0].hung_up()

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any, TypeVar
 
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
-from youyou.domain.model import ChatEvent, ChatRequest, ModelMessage, ModelMessageRole, TextDelta
+from youyou.domain.model import (
+    ChatError,
+    ChatEvent,
+    ChatRequest,
+    ModelMessage,
+    ModelMessageRole,
+    ProviderError,
+    TextDelta,
+)
 from youyou.ports.model_provider import ModelProvider
 
 PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()
@@ -40,12 +49,28 @@ async def collect(
     return [event async for event in provider.chat(request, cancel or CancellationToken())]
 
 
-async def cancel_after_first_text(provider: ModelProvider, request: ChatRequest) -> list[ChatEvent]:
-    """Stream until the first text delta arrives, cancel, and keep what still comes."""
+async def cancel_after_first_text(
+    provider: ModelProvider, request: ChatRequest, *, timeout_s: float = 5.0
+) -> list[ChatEvent]:
+    """Stream until the first text delta arrives, cancel, and keep what still comes; the whole
+    call fails after ``timeout_s`` if cancelling does not end the stream."""
     cancel = CancellationToken()
     events: list[ChatEvent] = []
-    async for event in provider.chat(request, cancel):
-        events.append(event)
-        if isinstance(event, TextDelta):
-            cancel.cancel()
+
+    async def run() -> None:
+        async for event in provider.chat(request, cancel):
+            events.append(event)
+            if isinstance(event, TextDelta):
+                cancel.cancel()
+
+    await asyncio.wait_for(run(), timeout_s)
     return events
+
+
+def ended_with_error(events: list[ChatEvent], *texts: str) -> ProviderError:
+    """The error a stream ended with, after exactly the text deltas ``texts`` and nothing else."""
+    assert events, "the stream ended without any event"
+    *before, last = events
+    assert before == [TextDelta(text=t) for t in texts], events
+    assert isinstance(last, ChatError), events
+    return last.error

@@ -60,12 +60,15 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
-    completed: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
 
     @property
     def json(self) -> Any:
         return json.loads(self.body)
+
+    async def hung_up(self, timeout_s: float = 5.0) -> bool:
+        """Whether the client closed the connection before the reply ended (waits for it)."""
+        return await asyncio.to_thread(self.disconnected.wait, timeout_s)
 
 
 class StreamBuilder:
@@ -202,7 +205,6 @@ class FakeHTTPServer:
             headers = {"content-type": "application/json", "content-length": str(len(body))}
             writer.write(_head(reply.status, {**headers, **reply.headers}) + body)
             await writer.drain()
-            request.completed.set()
             return True, b""
         headers = {
             "content-type": "text/event-stream",
@@ -229,7 +231,6 @@ class FakeHTTPServer:
                     return False, b""
             writer.write(b"0\r\n\r\n")
             await writer.drain()
-            request.completed.set()
         except ConnectionError:
             request.disconnected.set()
             return False, b""
