@@ -9,6 +9,7 @@ import pytest
 
 from youyou.adapters.providers.errors import (
     INVALID_ARGUMENTS_KEY,
+    Attempt,
     RetryPolicy,
     classify_http_error,
     drive_stream,
@@ -131,7 +132,7 @@ def test_backoff_grows_exponentially_with_bounded_jitter() -> None:
         assert len(delays) > 1  # jittered
 
 
-def _attempts(*outcomes: list[ChatEvent] | Exception) -> tuple[list[int], object]:
+def _attempts(*outcomes: list[ChatEvent] | Exception) -> tuple[list[int], Attempt]:
     calls: list[int] = []
 
     async def attempt() -> AsyncIterator[ChatEvent]:
@@ -153,8 +154,8 @@ def _classify(exc: Exception) -> ProviderError:
     )
 
 
-async def _run(attempt: object, policy: RetryPolicy) -> list[ChatEvent]:
-    stream = drive_stream(attempt, _classify, policy, CancellationToken())  # type: ignore[arg-type]
+async def _run(attempt: Attempt, policy: RetryPolicy) -> list[ChatEvent]:
+    stream = drive_stream(attempt, _classify, policy, CancellationToken())
     return [event async for event in stream]
 
 
