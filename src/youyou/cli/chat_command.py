@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from youyou.adapters.settings import Settings
+from youyou.adapters.settings import Settings, load_settings
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, build_agent_from_settings
 from youyou.cli.attachments import load_attachment
@@ -27,7 +27,6 @@ from youyou.cli.runtime import (
     data_dir,
     err_console,
     is_offline_model,
-    read_settings,
     run_turn,
 )
 from youyou.cli.transcript import resolve_one
@@ -74,7 +73,7 @@ async def run_chat(options: ChatOptions) -> int:
             "--model starts a new session; a resumed session keeps its model",
             source=ErrorSource.AGENT,
         )
-    settings = read_settings(options.config)
+    settings = load_settings(options.config)
     message = options.message
     if message == "-" or (message is None and not sys.stdin.isatty()):
         message = sys.stdin.read()

@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.engine import make_url
 
+from youyou.adapters.settings import load_settings
 from youyou.adapters.storage.engine import upgrade_database
 from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.cli.runtime import SKILLS_DIR_ENV, read_settings, run, setup_logging
+from youyou.cli.runtime import SKILLS_DIR_ENV, run, setup_logging
 from youyou.cli.transcript import print_transcript, resolve_one, sessions_table
 from youyou.domain.session import SearchMode, SessionListQuery, SessionSearchQuery
 
@@ -114,7 +115,7 @@ def chat(
 @asynccontextmanager
 async def _storage(config: Path | None) -> AsyncIterator[SqlSessionStorage]:
     """Only the session store: these commands need no model provider (nor its API key)."""
-    storage = await SqlSessionStorage.open(read_settings(config).database.url)
+    storage = await SqlSessionStorage.open(load_settings(config).database.url)
     try:
         yield storage
     finally:
@@ -198,7 +199,7 @@ def db_upgrade(config: ConfigOption = None) -> None:
     """Apply pending schema migrations to the configured database."""
 
     async def main() -> int:
-        url = read_settings(config).database.url
+        url = load_settings(config).database.url
         await upgrade_database(url)
         Console().print(f"database is up to date: {_redacted(url)}")
         return 0

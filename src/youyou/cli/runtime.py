@@ -13,7 +13,7 @@ from typing import Any
 import platformdirs
 from rich.console import Console
 
-from youyou.adapters.settings import ProviderType, Settings, load_settings
+from youyou.adapters.settings import ProviderType, Settings
 from youyou.api.session import SessionHandle, UserInput
 from youyou.cli.render import TurnView, agent_error_text
 from youyou.domain.errors import AgentError, ErrorCode
@@ -42,10 +42,6 @@ def setup_logging() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
-
-
-def read_settings(config: Path | None) -> Settings:
-    return load_settings(config)
 
 
 def is_offline_model(settings: Settings, model_id: str) -> bool:
