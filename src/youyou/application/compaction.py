@@ -6,7 +6,6 @@ in the ledger and a ``context_compaction`` metadata event records the new bounda
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,22 +15,19 @@ from youyou.application.model_router import complete_text
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
-from youyou.domain.content import ImageBlock, TextBlock
+from youyou.domain.content import TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import AgentEventPayload, ContextCompacted
 from youyou.domain.hooks import BeforeCompactPayload
 from youyou.domain.ledger import (
     META_CONTEXT_COMPACTION,
-    AssistantMessage,
     Metadata,
-    SystemMessage,
-    ToolCall,
     ToolResult,
-    UserMessage,
     is_message,
 )
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
+from youyou.domain.transcript import message_line
 
 TOOL_RESULT_TRANSCRIPT_CHARS = 4000
 
@@ -77,29 +73,9 @@ def target_tokens(runtime: SessionRuntime) -> int:
 
 
 def render_transcript(messages: Sequence[VisibleMessage]) -> str:
-    lines: list[str] = []
-    for vm in messages:
-        m = vm.message
-        if isinstance(m, UserMessage | AssistantMessage):
-            role = "user" if isinstance(m, UserMessage) else "assistant"
-            parts = [
-                "[image]"
-                if isinstance(b, ImageBlock)
-                else b.text
-                if isinstance(b, TextBlock)
-                else f"[file {b.file_name or ''}]\n{b.text}"
-                for b in m.content
-            ]
-            lines.append(f"{role}: {' '.join(parts)}")
-        elif isinstance(m, ToolCall):
-            args = json.dumps(m.call.effective_arguments, ensure_ascii=False)
-            lines.append(f"tool_call {m.call.tool_name}({args})")
-        elif isinstance(m, ToolResult):
-            content = m.result.output.content[:TOOL_RESULT_TRANSCRIPT_CHARS]
-            lines.append(f"tool_result {m.result.tool_name}: {content}")
-        elif isinstance(m, SystemMessage):
-            lines.append(f"system: {m.content}")
-    return "\n".join(lines)
+    return "\n".join(
+        message_line(vm.message, tool_result_chars=TOOL_RESULT_TRANSCRIPT_CHARS) for vm in messages
+    )
 
 
 def summary_input(previous_summary: str | None, messages: Sequence[VisibleMessage]) -> str:
