@@ -9,12 +9,10 @@ session: ``source_seq`` is only unique within a session's ledger.
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from youyou.domain.content import FileContentBlock, ImageBlock
 from youyou.domain.context import VisibleMessage, VisiblePayload
@@ -33,9 +31,6 @@ SYNTHETIC_CACHE_SIZE = 64
 TEXT_CACHE_SIZE = 8
 
 
-_Key = TypeVar("_Key", bound=Hashable)
-
-
 @dataclass(frozen=True, slots=True)
 class _Countable:
     """What a message costs: texts to tokenize plus a fixed part (images)."""
@@ -44,27 +39,9 @@ class _Countable:
     fixed: int
 
 
-class _LruCache(Generic[_Key]):
-    """A small thread-safe least-recently-used map to a token count."""
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._items: OrderedDict[_Key, int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: _Key) -> int | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: _Key, value: int) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            if len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+def _count(counter: TokenCounter, countable: _Countable) -> int:
+    texts = sum(counter.count_text(text) for text in countable.texts)
+    return MESSAGE_OVERHEAD_TOKENS + countable.fixed + texts
 
 
 class ContextTokenEstimator:
@@ -81,23 +58,23 @@ class ContextTokenEstimator:
         self._counter = counter
         self._image_tokens = image_tokens
         self._by_seq: dict[int, int] = {}
-        self._synthetic: _LruCache[_Countable] = _LruCache(synthetic_cache_size)
-        self._texts: _LruCache[str] = _LruCache(text_cache_size)
+        # Synthetic messages are keyed by what is counted, not the message: image bytes never
+        # enter the key.
+        self._count_synthetic = functools.lru_cache(synthetic_cache_size)(
+            functools.partial(_count, counter)
+        )
+        self._count_text = functools.lru_cache(text_cache_size)(counter.count_text)
 
     def message_tokens(self, vm: VisibleMessage) -> int:
         """Tokens of one visible message, including the per-message overhead."""
-        if vm.source_seq is not None:
-            cached = self._by_seq.get(vm.source_seq)
-            if cached is None:
-                cached = self._by_seq[vm.source_seq] = self._count(self._countable(vm.message))
-            return cached
-        # Keyed by what is counted, not the message: image bytes never enter the key.
-        countable = self._countable(vm.message)
-        tokens = self._synthetic.get(countable)
-        if tokens is None:
-            tokens = self._count(countable)
-            self._synthetic.put(countable, tokens)
-        return tokens
+        if vm.source_seq is None:
+            return self._count_synthetic(self._countable(vm.message))
+        cached = self._by_seq.get(vm.source_seq)
+        if cached is None:
+            cached = self._by_seq[vm.source_seq] = _count(
+                self._counter, self._countable(vm.message)
+            )
+        return cached
 
     def messages_tokens(self, messages: Sequence[VisibleMessage]) -> int:
         """Tokens of a visible history; only messages not seen before are tokenized."""
@@ -105,15 +82,7 @@ class ContextTokenEstimator:
 
     def text_tokens(self, text: str) -> int:
         """Tokens of a request-level text (system prompt, augmentation, summary draft)."""
-        tokens = self._texts.get(text)
-        if tokens is None:
-            tokens = self._counter.count_text(text)
-            self._texts.put(text, tokens)
-        return tokens
-
-    def _count(self, countable: _Countable) -> int:
-        texts = sum(self._counter.count_text(text) for text in countable.texts)
-        return MESSAGE_OVERHEAD_TOKENS + countable.fixed + texts
+        return self._count_text(text)
 
     def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):
