@@ -13,16 +13,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, text
 
+from youyou.adapters.settings import DATABASE_URL_ENV, default_database_url, load_settings
 from youyou.adapters.storage.engine import (
-    DATABASE_URL_ENV,
     alembic_config,
     create_engine,
-    database_url,
-    default_database_url,
     migrate,
     normalize_url,
     upgrade_database,
 )
+from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import TITLE_TRGM_INDEX, VERSION_TABLE, metadata
 from youyou.domain.errors import AgentError, ErrorCode
 
@@ -48,15 +47,23 @@ def test_unsupported_urls_are_invalid_config(url: str) -> None:
     assert exc.value.code is ErrorCode.INVALID_CONFIG
 
 
-def test_environment_wins_over_configuration_and_default(
+async def test_environment_wins_over_configuration_and_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(platformdirs, "user_data_dir", lambda name: str(tmp_path / "data" / name))
-    assert database_url("sqlite:///a.db", {DATABASE_URL_ENV: "sqlite:///b.db"}) == "sqlite:///b.db"
-    assert database_url("sqlite:///a.db", {}) == "sqlite:///a.db"
-    default = database_url(None, {})
+    config = tmp_path / "youyou.toml"
+    config.write_text('[database]\nurl = "sqlite:///a.db"\n')
+
+    def url(path: Path | None, environ: dict[str, str]) -> str:
+        return load_settings(path, environ=environ).database.url
+
+    assert url(config, {DATABASE_URL_ENV: "sqlite:///b.db"}) == "sqlite:///b.db"
+    assert url(config, {}) == "sqlite:///a.db"
+    default = url(None, {})
     assert default == default_database_url()
     assert default == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'youyou' / 'youyou.db'}"
+    storage = await SqlSessionStorage.open(default)  # the data directory is created on open
+    await storage.close()
     assert (tmp_path / "data" / "youyou").is_dir()
 
 

@@ -7,12 +7,9 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, event
@@ -23,24 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from youyou.adapters.storage.errors import storage_error
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
-DATABASE_URL_ENV = "YOUYOU_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 5_000
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 # Execution option: open the SQLite transaction with BEGIN IMMEDIATE (take the write lock first).
 SQLITE_IMMEDIATE = "youyou_sqlite_immediate"
-
-
-def default_database_url() -> str:
-    """A SQLite file in the user's data directory (created if missing)."""
-    directory = Path(platformdirs.user_data_dir("youyou"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite+aiosqlite:///{directory / 'youyou.db'}"
-
-
-def database_url(configured: str | None, environ: Mapping[str, str] = os.environ) -> str:
-    """``YOUYOU_DATABASE_URL`` wins over ``[database].url``; neither means the default file."""
-    return environ.get(DATABASE_URL_ENV) or configured or default_database_url()
 
 
 def normalize_url(url: str) -> URL:
