@@ -13,9 +13,13 @@ from youyou.bootstrap import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.cli.attachments import describe, load_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.render import context_line
-from youyou.cli.transcript import find_by_prefix, memories_table, sessions_table
+from youyou.cli.transcript import (
+    find_by_prefix,
+    memories_table,
+    recent_or_matching,
+    sessions_table,
+)
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.session import SearchMode, SessionListQuery, SessionSearchQuery
 
 logger = logging.getLogger(__name__)
 
@@ -105,11 +109,7 @@ async def _usage(chat: Chat, _: str) -> bool:
 
 
 async def _sessions(chat: Chat, argument: str) -> bool:
-    query = argument.strip()
-    if query:
-        items = await chat.catalog.find(SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query))
-    else:
-        items = (await chat.catalog.list(SessionListQuery(limit=20))).items
+    items = await recent_or_matching(chat.app.session_storage, argument.strip())
     if not items:
         chat.console.print("no sessions found")
         return True

@@ -16,8 +16,12 @@ from youyou.adapters.settings import load_settings
 from youyou.adapters.storage.engine import upgrade_database
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.cli.runtime import SKILLS_DIR_ENV, run, setup_logging
-from youyou.cli.transcript import print_transcript, resolve_one, sessions_table
-from youyou.domain.session import SearchMode, SessionListQuery, SessionSearchQuery
+from youyou.cli.transcript import (
+    print_transcript,
+    recent_or_matching,
+    resolve_one,
+    sessions_table,
+)
 
 app = typer.Typer(
     help="YouYou: an LLM agent for the terminal and a local-first on-call workbench.",
@@ -139,12 +143,7 @@ def sessions_list(
 
     async def main() -> int:
         async with _storage(config) as storage:
-            if query:
-                items = await storage.find_sessions(
-                    SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query), limit
-                )
-            else:
-                items = (await storage.list_sessions(SessionListQuery(limit=limit))).items
+            items = await recent_or_matching(storage, query or "", limit)
         Console().print(sessions_table(items, full_ids=True) if items else "no sessions")
         return 0
 

@@ -23,10 +23,26 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.memory import Memory
-from youyou.domain.session import SearchMode, SessionSearchQuery, SessionSummary
+from youyou.domain.session import (
+    SearchMode,
+    SessionListQuery,
+    SessionSearchQuery,
+    SessionSummary,
+)
 from youyou.ports.session_storage import SessionStorage
 
 SHORT_ID = 8
+
+
+async def recent_or_matching(
+    storage: SessionStorage, query: str, limit: int = 20
+) -> Sequence[SessionSummary]:
+    """The newest sessions, or with ``query`` those whose id starts with or title contains it."""
+    if query:
+        return await storage.find_sessions(
+            SessionSearchQuery(SearchMode.ID_PREFIX_OR_TITLE, query), limit
+        )
+    return (await storage.list_sessions(SessionListQuery(limit=limit))).items
 
 
 async def find_by_prefix(storage: SessionStorage, prefix: str) -> Sequence[SessionSummary]:
