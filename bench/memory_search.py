@@ -8,7 +8,7 @@ user-message-like questions drawn from the same vocabulary, half English and hal
 alone after a warm-up.
 
 Run: ``python bench/memory_search.py [--sizes 1000,10000,100000] [--queries 400]
-[--backends sqlite,postgresql]``. PostgreSQL uses ``YOUYOU_TEST_PG_DSN`` (default the local
+[--backends sqlite,postgresql]``. PostgreSQL uses ``YOUYOU_BENCH_PG_DSN`` (default the local
 ``postgres@127.0.0.1:5432/test``) to create and drop a scratch database.
 """
 
@@ -17,22 +17,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import random
 import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import asyncpg
+from storage_scale import database
 
 from youyou.adapters.memory import SqlMemoryStorage, open_memory_storage
 from youyou.domain.memory import Memory
 
-PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 NAMESPACE = "bench-user"
 TOP_K = 20
 BATCH = 2000
@@ -159,29 +154,13 @@ async def measure(store: SqlMemoryStorage, size: int, queries: int) -> dict[str,
     }
 
 
-async def run_sqlite(size: int, queries: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        store = await open_memory_storage(f"sqlite+aiosqlite:///{Path(tmp) / 'memories.db'}")
+async def run(backend: str, size: int, queries: int) -> dict[str, float]:
+    async with database(backend) as url:
+        store = await open_memory_storage(url)
         try:
             return await measure(store, size, queries)
         finally:
             await store.close()
-
-
-async def run_postgres(size: int, queries: int) -> dict[str, float]:
-    name = f"youyou_bench_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(PG_ADMIN_DSN)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-    store = await open_memory_storage(f"{base}/{name}")
-    try:
-        return await measure(store, size, queries)
-    finally:
-        await store.close()
-        admin = await asyncpg.connect(PG_ADMIN_DSN)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def main() -> None:
@@ -190,14 +169,13 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--backends", default="sqlite,postgresql")
     args = parser.parse_args()
-    runners = {"sqlite": run_sqlite, "postgresql": run_postgres}
     print(
         f"{'backend':<11} {'memories':>9} {'insert s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'mean ms':>8} {'hits':>5}"
     )
     for backend in args.backends.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
-            r = await runners[backend](size, args.queries)
+            r = await run(backend, size, args.queries)
             print(
                 f"{backend:<11} {size:>9,} {r['insert_s']:>9.1f} {r['p50']:>8.2f} "
                 f"{r['p99']:>8.2f} {r['mean']:>8.2f} {r['hits']:>5.1f}",
