@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from youyou.domain.config import AgentConfig, validate_agent_config
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ChatRequest, ModelInfo
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.skill_md import skill_name_violations
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.plugin import Plugin
@@ -28,7 +28,6 @@ from youyou.ports.token_counter import TokenCounter
 from youyou.ports.tool import ToolHandler
 
 TokenCounterFactory = Callable[[str], TokenCounter]
-_SKILL_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-)){0,63}$")
 
 
 def _build_error(code: ErrorCode, message: str) -> AgentError:
@@ -144,8 +143,12 @@ class AgentBuilder:
 
     @staticmethod
     def _check_skill(skill: SkillDefinition, tools: dict[str, ToolHandler]) -> None:
-        if not _SKILL_NAME.match(skill.name) or skill.name.endswith("-"):
-            raise _build_error(ErrorCode.INVALID_CONFIG, f"invalid skill name {skill.name!r}")
+        violations = skill_name_violations(skill.name)
+        if violations:
+            rules = "; ".join(v.message("en") for v in violations)
+            raise _build_error(
+                ErrorCode.INVALID_CONFIG, f"invalid skill name {skill.name!r}: {rules}"
+            )
         if not skill.description.strip() or not skill.prompt.strip():
             raise _build_error(
                 ErrorCode.INVALID_CONFIG, f"skill {skill.name!r} needs a description and a prompt"

@@ -178,6 +178,13 @@ def _string_field(metadata: dict[Any, Any], key: str, found: list[SkillViolation
     return value
 
 
+def skill_name_violations(name: str) -> tuple[SkillViolation, ...]:
+    """The SKILL.md name rules, for skills defined in code too."""
+    found: list[SkillViolation] = []
+    _check_name(name, found)
+    return tuple(found)
+
+
 def _check_name(value: str, found: list[SkillViolation]) -> str | None:
     before = len(found)
     if not 1 <= len(value) <= MAX_NAME_CHARS:
