@@ -13,6 +13,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from tests.fakes.chat import close_tracked
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -24,6 +25,13 @@ async def _pg_available() -> bool:
         return False
     await conn.close()
     return True
+
+
+@pytest.fixture
+async def close_providers() -> AsyncIterator[None]:
+    """Release the connection pools of SDK providers the test built (``fakes.chat.track``)."""
+    yield
+    await close_tracked()
 
 
 @pytest.fixture

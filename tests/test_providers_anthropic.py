@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,7 +11,6 @@ from fakes.chat import (
     FAST_RETRY,
     PNG_B64,
     cancel_after_first_text,
-    close_tracked,
     collect,
     ended_with_error,
     track,
@@ -68,10 +67,7 @@ def provider_for(url: str) -> AnthropicProvider:
     return track(AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint))
 
 
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    await close_tracked()
+pytestmark = pytest.mark.usefixtures("close_providers")
 
 
 async def test_text_thinking_and_usage(server: FakeAnthropicServer) -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.anthropic_server import text_reply as anthropic_text
-from fakes.chat import close_tracked, track
+from fakes.chat import track
 from fakes.openai_server import FakeOpenAIServer
 from fakes.openai_server import text_reply as openai_text
 from youyou.adapters.providers.anthropic import AnthropicProvider
@@ -31,11 +30,7 @@ from youyou.domain.model import (
 )
 from youyou.ports.model_provider import ModelProvider
 
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    await close_tracked()
+pytestmark = pytest.mark.usefixtures("close_providers")
 
 
 def ask(model_id: str, text: str = "hello") -> ChatRequest:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,7 +13,6 @@ from fakes.chat import (
     FAST_RETRY,
     PNG_B64,
     cancel_after_first_text,
-    close_tracked,
     collect,
     ended_with_error,
     track,
@@ -78,10 +77,7 @@ def provider_for(
     )
 
 
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    await close_tracked()
+pytestmark = pytest.mark.usefixtures("close_providers")
 
 
 async def test_text_streams_in_order_with_usage(server: FakeOpenAIServer) -> None:
