@@ -20,8 +20,13 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from youyou.adapters.providers.scripted import DEMO_MODEL
-from youyou.domain.config import AgentConfig, CompactionPolicy, MemoryMode, SummaryFailurePolicy
-from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.config import (
+    AgentConfig,
+    CompactionPolicy,
+    MemoryMode,
+    SummaryFailurePolicy,
+    config_error,
+)
 from youyou.domain.model import ModelInfo, ProviderCapability
 
 CONFIG_ENV = "YOUYOU_CONFIG"
@@ -258,11 +263,6 @@ def _unique(key: str, values: list[str]) -> None:
         if value in seen:
             raise ValueError(f"{key}: {value!r} appears more than once")
         seen.add(value)
-
-
-def config_error(message: str) -> AgentError:
-    """The error of every configuration problem, here and where providers are built."""
-    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:

@@ -98,7 +98,8 @@ def _blank_to_none(value: str | None) -> str | None:
     return value if value is not None and value.strip() else None
 
 
-def _config_error(message: str) -> AgentError:
+def config_error(message: str) -> AgentError:
+    """The error of every configuration problem, in the kernel and in ``youyou.toml``."""
     return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
 
 
@@ -111,7 +112,7 @@ def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool])
             source=ErrorSource.AGENT_BUILDER,
         )
     if not config.memory_namespace.strip():
-        raise _config_error("memory_namespace must not be blank")
+        raise config_error("memory_namespace must not be blank")
     positive = {
         "tool_timeout_ms": config.tool_timeout_ms,
         "max_tool_calls_per_turn": config.max_tool_calls_per_turn,
@@ -121,24 +122,24 @@ def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool])
     }
     for name, value in positive.items():
         if value <= 0:
-            raise _config_error(f"{name} must be > 0, got {value}")
+            raise config_error(f"{name} must be > 0, got {value}")
     if not 0.0 < config.compact_threshold < 1.0:
-        raise _config_error(f"compact_threshold must be in (0, 1), got {config.compact_threshold}")
+        raise config_error(f"compact_threshold must be in (0, 1), got {config.compact_threshold}")
     policy = config.compaction
     if policy.every_n_turns <= 0:
-        raise _config_error(f"compaction.every_n_turns must be > 0, got {policy.every_n_turns}")
+        raise config_error(f"compaction.every_n_turns must be > 0, got {policy.every_n_turns}")
     for name, ratio in (
         ("context_percent", policy.context_percent),
         ("hard_limit", policy.hard_limit),
     ):
         if not 0.0 < ratio <= 1.0:
-            raise _config_error(f"compaction.{name} must be in (0, 1], got {ratio}")
+            raise config_error(f"compaction.{name} must be in (0, 1], got {ratio}")
     for name, model in (
         ("compact_model", config.compact_model),
         ("memory_model", config.memory_model),
     ):
         if model is not None and not has_model(model):
-            raise _config_error(f"{name} {model!r} is not offered by any provider")
+            raise config_error(f"{name} {model!r} is not offered by any provider")
 
 
 def resolve_session_pinned_config(

@@ -10,7 +10,8 @@ from pathlib import Path
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.scripted import ScriptedProvider
-from youyou.adapters.settings import ProviderSettings, ProviderType, Settings, config_error
+from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
+from youyou.domain.config import config_error
 from youyou.domain.model import ModelInfo
 from youyou.ports.model_provider import ModelProvider
 
