@@ -17,7 +17,6 @@ from youyou.bootstrap import BuiltApp, build_agent_from_settings
 from youyou.cli.attachments import load_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
-from youyou.cli.prompt import PROMPT, build_prompt
 from youyou.cli.render import JsonTurnView, PlainTurnView, RichTurnView, TurnView
 from youyou.cli.runtime import (
     EXIT_FAILED,
@@ -123,6 +122,9 @@ async def _one_shot(
 
 
 async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) -> int:
+    # Imported here: prompt_toolkit takes ~0.1 s to load, which ``-m`` runs need not pay.
+    from youyou.cli.prompt import PROMPT, build_prompt
+
     console = Console(highlight=False)
     chat = Chat(app, console, session)
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
