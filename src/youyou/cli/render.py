@@ -109,12 +109,9 @@ REASONING_LIVE_LINES = 3
 def collapsed_reasoning(reasoning: str) -> Text:
     """One dim line standing for a finished block of reasoning."""
     lines = [line for line in reasoning.strip().splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    if len(first) > 80:
-        first = first[:79] + "…"
     return Text.assemble(
         ("▸ reasoning: ", "dim"),
-        (first, "dim italic"),
+        (shorten(lines[0] if lines else "", 80), "dim italic"),
         (f"  ({len(lines)} line{'s' if len(lines) != 1 else ''} · /reasoning to expand)", "dim"),
     )
 
