@@ -38,9 +38,10 @@ def load_attachment(path_text: str) -> ImageBlock | FileContentBlock:
     except OSError as exc:
         raise _invalid(f"cannot read {path}: {exc.strerror or exc}") from exc
     guessed, _ = mimetypes.guess_type(path.name)
-    if detect_image_type(data) is not None or (guessed or "").startswith("image/"):
+    detected = detect_image_type(data)
+    if detected is not None or (guessed or "").startswith("image/"):
         block = ImageBlock(
-            mime_type=detect_image_type(data) or guessed or "",
+            mime_type=detected or guessed or "",
             data_base64=base64.b64encode(data).decode("ascii"),
         )
         validate_user_input([block])
