@@ -18,7 +18,7 @@ from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.memory.sql_base import SqlMemoryStorage
 from youyou.adapters.providers.factory import build_providers
 from youyou.adapters.settings import Settings
-from youyou.adapters.skills_dir import load_skills_dir
+from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.tools.builtin import CurrentTimeTool
 from youyou.api.agent import Agent
@@ -51,7 +51,6 @@ class BuiltApp:
     """The agent plus what must be closed after ``agent.shutdown()``."""
 
     agent: Agent
-    settings: Settings
     session_storage: SqlSessionStorage
     memory_storage: SqlMemoryStorage | None
     skills: tuple[SkillDefinition, ...] = ()
@@ -102,8 +101,7 @@ async def build_agent_from_settings(
     env = os.environ if environ is None else environ
     providers = build_providers(settings, environ=env)
     skills_dir = skills_dir if skills_dir is not None else settings.skills.dir
-    loaded = load_skills_dir(skills_dir) if skills_dir is not None else None
-    skills = loaded.skills if loaded else ()
+    loaded = load_skills_dir(skills_dir) if skills_dir is not None else SkillsDirResult((), ())
     url = settings.database.url
     session_storage = await SqlSessionStorage.open(url)
     memory_storage: SqlMemoryStorage | None = None
@@ -114,7 +112,7 @@ async def build_agent_from_settings(
         for provider in providers:
             builder.register_model_provider(provider)
         builder.register_tool(CurrentTimeTool())
-        for skill in skills:
+        for skill in loaded.skills:
             builder.register_skill(skill)
         builder.register_session_storage(session_storage)
         if memory_storage is not None:
@@ -126,11 +124,5 @@ async def build_agent_from_settings(
         await session_storage.close()
         raise
     return BuiltApp(
-        agent,
-        settings,
-        session_storage,
-        memory_storage,
-        skills,
-        loaded.errors if loaded else (),
-        tuple(providers),
+        agent, session_storage, memory_storage, loaded.skills, loaded.errors, tuple(providers)
     )
