@@ -18,6 +18,7 @@ from youyou.cli.transcript import (
     memories_table,
     recent_or_matching,
     sessions_table,
+    unknown_prefix,
 )
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
@@ -123,11 +124,7 @@ async def _resume(chat: Chat, argument: str) -> bool:
         raise _usage_error("usage: /resume ID-PREFIX (see /sessions)")
     found = await find_by_prefix(chat.app.session_storage, prefix)
     if not found:
-        raise AgentError(
-            ErrorCode.SESSION_NOT_FOUND,
-            f"no session id starts with {prefix!r}",
-            source=ErrorSource.SESSION_SERVICE,
-        )
+        raise unknown_prefix(prefix)
     if len(found) > 1:
         chat.console.print(f"{len(found)} sessions start with {prefix!r}; give more characters:")
         chat.console.print(sessions_table(found, full_ids=True))
@@ -145,10 +142,11 @@ async def _new(chat: Chat, _: str) -> bool:
 
 
 async def _model(chat: Chat, argument: str) -> bool:
-    known = [m.model_id for m in chat.app.agent.models()]
+    models = chat.app.agent.models()
+    known = [m.model_id for m in models]
     wanted = argument.strip()
     if not wanted:
-        for model in chat.app.agent.models():
+        for model in models:
             marker = "*" if model.model_id == chat.model_id else " "
             chat.console.print(
                 f"{marker} {model.model_id}  [dim]{model.display_name}, "

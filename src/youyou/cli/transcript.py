@@ -62,13 +62,17 @@ async def resolve_one(storage: SessionStorage, prefix: str, console: Console) ->
     if len(found) == 1:
         return found[0].session_id
     if not found:
-        raise _not_found(f"no session id starts with {prefix!r}")
+        raise unknown_prefix(prefix)
     console.print(sessions_table(found, full_ids=True))
     raise _not_found(f"{len(found)} sessions start with {prefix!r}; give more characters")
 
 
 def _not_found(message: str) -> AgentError:
     return AgentError(ErrorCode.SESSION_NOT_FOUND, message, source=ErrorSource.SESSION_SERVICE)
+
+
+def unknown_prefix(prefix: str) -> AgentError:
+    return _not_found(f"no session id starts with {prefix!r}")
 
 
 def sessions_table(
