@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -75,6 +76,10 @@ def unknown_prefix(prefix: str) -> AgentError:
     return _not_found(f"no session id starts with {prefix!r}")
 
 
+def _local_time(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def sessions_table(
     items: Sequence[SessionSummary], *, full_ids: bool = False, current: str | None = None
 ) -> Table:
@@ -88,7 +93,7 @@ def sessions_table(
         shown = item.session_id if full_ids else item.session_id[:SHORT_ID]
         table.add_row(
             shown + marker,
-            item.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+            _local_time(item.updated_at),
             str(item.message_count),
             item.title,
         )
@@ -103,7 +108,7 @@ def memories_table(memories: Sequence[Memory]) -> Table:
     for memory in memories:
         table.add_row(
             memory.id[:SHORT_ID],
-            memory.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+            _local_time(memory.updated_at),
             memory.content,
         )
     return table
