@@ -8,7 +8,6 @@ from contextlib import suppress
 from rich.console import Console
 from rich.text import Text
 
-from youyou.api.catalog import SessionCatalog
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, memory_mode_name
 from youyou.cli.render import RichTurnView, agent_error_text, context_line
@@ -30,12 +29,6 @@ class Chat:
         self.attachments: list[ImageBlock | FileContentBlock] = []
         self.expand_reasoning = False
         self.last_reasoning = ""
-
-    @property
-    def catalog(self) -> SessionCatalog:
-        catalog = self.app.agent.session_catalog()
-        assert catalog is not None, "bootstrap always registers a session storage"
-        return catalog
 
     @property
     def model_id(self) -> str:
@@ -92,7 +85,7 @@ class Chat:
         summary = session.summary
         if summary is None or summary.message_count == 0:
             with suppress(AgentError):  # nothing was stored for it
-                await self.catalog.delete(session.session_id)
+                await self.app.session_storage.delete_session(session.session_id)
 
     async def replace_session(self, opener: Callable[[], Awaitable[SessionHandle]]) -> None:
         """Close the current session and open another; if that fails, start a fresh one."""
