@@ -12,6 +12,7 @@ from rich.text import Text
 
 from youyou.cli.render import format_arguments, shorten, tool_result_line
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock
+from youyou.domain.context import CompactionRecord
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.ledger import (
     META_CONTEXT_COMPACTION,
@@ -149,19 +150,11 @@ def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
         elif isinstance(payload, ToolResult):
             console.print(Text(f"  ← {tool_result_line(payload.result.output)}", style="dim"))
         elif isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
+            record = CompactionRecord.model_validate(payload.value)
             console.print(
                 Text(
-                    f"⟳ compacted through #{_through(payload)}: "
-                    f"{shorten(_summary_text(payload), 120)}",
+                    f"⟳ compacted through #{record.replaces_through_seq}: "
+                    f"{shorten(record.summary_body or '', 120)}",
                     style="cyan",
                 )
             )
-
-
-def _through(payload: Metadata) -> object:
-    return payload.value.get("replaces_through_seq") if isinstance(payload.value, dict) else "?"
-
-
-def _summary_text(payload: Metadata) -> str:
-    value = payload.value.get("summary_body") if isinstance(payload.value, dict) else None
-    return value if isinstance(value, str) else ""
