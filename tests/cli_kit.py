@@ -12,10 +12,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pexpect
 import yaml
@@ -30,6 +30,7 @@ TIMEOUT_S = 30
 # A fresh prompt: "you>" then prompt_toolkit's reset code and the lines it reserves below.
 PROMPT = re.compile(r"you>\x1b\[0m\r")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+T = TypeVar("T")
 
 
 def loose(text: str) -> re.Pattern[str]:
@@ -113,15 +114,20 @@ class Cli:
             check=False,
         )
 
-    def stored(self, session_id: str) -> list[LedgerEvent]:
-        async def load() -> list[LedgerEvent]:
+    def with_storage(self, action: Callable[[SqlSessionStorage], Awaitable[T]]) -> T:
+        """Run ``action`` on the CLI's session store, opened for it and closed after."""
+
+        async def go() -> T:
             storage = await SqlSessionStorage.open(self.db_url)
             try:
-                return list(await storage.load_events(session_id))
+                return await action(storage)
             finally:
                 await storage.close()
 
-        return asyncio.run(load())
+        return asyncio.run(go())
+
+    def stored(self, session_id: str) -> list[LedgerEvent]:
+        return list(self.with_storage(lambda storage: storage.load_events(session_id)))
 
     def user_messages(self) -> list[UserMessage]:
         """User messages of every stored session, oldest session last."""
@@ -133,15 +139,8 @@ class Cli:
         ]
 
     def session_ids(self) -> list[str]:
-        async def load() -> list[str]:
-            storage = await SqlSessionStorage.open(self.db_url)
-            try:
-                page = await storage.list_sessions(SessionListQuery(limit=50))
-            finally:
-                await storage.close()
-            return [s.session_id for s in page.items]
-
-        return asyncio.run(load())
+        page = self.with_storage(lambda storage: storage.list_sessions(SessionListQuery(limit=50)))
+        return [s.session_id for s in page.items]
 
 
 def screen(child: pexpect.spawn) -> str:

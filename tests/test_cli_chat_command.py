@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain, screen
+from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain, quit_chat
 
 from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
@@ -197,9 +197,5 @@ def test_interactive_resume_prints_the_history_first(cli: Cli) -> None:
     assert cli.run("chat", "-m", "earlier question").returncode == 0
     [session_id] = cli.session_ids()
     child = cli.spawn("--resume", session_id[:8])
-    child.sendcontrol("d")
-    child.expect(pexpect.EOF)
-    child.close()
-    shown = screen(child)
-    assert child.exitstatus == 0
+    shown = quit_chat(child)  # asserts exit status 0
     assert shown.index("earlier question") < shown.index("earlier answer") < shown.index("bye")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,27 +25,23 @@ def cli(tmp_path: Path) -> Cli:
 def _seed_sessions(cli: Cli, *session_ids: str) -> None:
     """Stored sessions with chosen ids (to make an id prefix ambiguous on purpose)."""
 
-    async def seed() -> None:
-        storage = await SqlSessionStorage.open(cli.db_url)
-        try:
-            for session_id in session_ids:
-                event = LedgerEvent(
-                    seq=1,
-                    timestamp=datetime.now(UTC),
-                    payload=Metadata(
-                        key=META_SESSION_PROFILE,
-                        value={
-                            "model_id": "youyou-demo",
-                            "system_prompt_override": None,
-                            "memory_namespace": "default",
-                        },
-                    ),
-                )
-                await storage.append_event(session_id, event, next_summary(None, session_id, event))
-        finally:
-            await storage.close()
+    async def seed(storage: SqlSessionStorage) -> None:
+        for session_id in session_ids:
+            event = LedgerEvent(
+                seq=1,
+                timestamp=datetime.now(UTC),
+                payload=Metadata(
+                    key=META_SESSION_PROFILE,
+                    value={
+                        "model_id": "youyou-demo",
+                        "system_prompt_override": None,
+                        "memory_namespace": "default",
+                    },
+                ),
+            )
+            await storage.append_event(session_id, event, next_summary(None, session_id, event))
 
-    asyncio.run(seed())
+    cli.with_storage(seed)
 
 
 def test_help_lists_every_command(cli: Cli) -> None:
