@@ -11,11 +11,9 @@ from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
 from youyou.adapters.settings import parse_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.bootstrap import (
-    MEMORY_MODE_NAMES,
     SERVER_MAX_ACTIVE_SESSIONS,
     agent_config_from,
     build_agent_from_settings,
-    memory_mode_name,
 )
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.errors import AgentError, ErrorCode
@@ -143,9 +141,3 @@ async def test_a_provider_without_its_key_fails_before_any_storage_is_opened(
         await build_agent_from_settings(settings, environ={})
     assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert not (tmp_path / "never.db").exists()
-
-
-def test_memory_mode_names_round_trip() -> None:
-    for name, mode in MEMORY_MODE_NAMES.items():
-        assert memory_mode_name(mode) == name
-    assert set(MEMORY_MODE_NAMES.values()) == set(MemoryMode)

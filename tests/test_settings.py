@@ -10,9 +10,11 @@ import pytest
 from youyou.adapters.settings import (
     CONFIG_ENV,
     DATABASE_URL_ENV,
+    MEMORY_MODE_NAMES,
     McpServerSettings,
     ProviderType,
     load_settings,
+    memory_mode_name,
 )
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy, validate_agent_config
 from youyou.domain.errors import AgentError, ErrorCode
@@ -254,3 +256,9 @@ def test_skills_dir_key(tmp_path: Path) -> None:
     config.write_text('[skills]\ndir = "/srv/runbooks"\n')
     assert load_settings(config, environ={}).skills.dir == Path("/srv/runbooks")
     assert load_settings(None, environ={}).skills.dir is None
+
+
+def test_memory_mode_names_round_trip() -> None:
+    for name, mode in MEMORY_MODE_NAMES.items():
+        assert memory_mode_name(mode) == name
+    assert set(MEMORY_MODE_NAMES.values()) == set(MemoryMode)

@@ -23,7 +23,7 @@ from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.tools.builtin import CurrentTimeTool
 from youyou.api.agent import Agent
 from youyou.api.builder import AgentBuilder
-from youyou.domain.config import AgentConfig, MemoryMode
+from youyou.domain.config import AgentConfig
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError
 from youyou.ports.model_provider import ModelProvider
@@ -32,18 +32,7 @@ from youyou.ports.model_provider import ModelProvider
 # embedders. An explicit ``[agent].max_active_sessions`` still wins.
 SERVER_MAX_ACTIVE_SESSIONS = 10_000
 
-# Names users type (seed 000) ↔ the kernel's modes.
-MEMORY_MODE_NAMES: dict[str, MemoryMode] = {
-    "every_30_turns": MemoryMode.EVERY_N_TURNS,
-    "context_70_percent": MemoryMode.CONTEXT_PERCENT,
-    "manual": MemoryMode.MANUAL,
-}
-
 logger = logging.getLogger(__name__)
-
-
-def memory_mode_name(mode: MemoryMode) -> str:
-    return next(name for name, value in MEMORY_MODE_NAMES.items() if value is mode)
 
 
 @dataclass(slots=True)

@@ -76,10 +76,16 @@ class MemorySettings(_Section):
     """Long-term memory (seed 001 §8.8): extraction at checkpoints and recall into prompts."""
 
 
-_MODE_ALIASES = {
+# Names users type (seed 000) ↔ the kernel's modes; ``youyou.toml`` also takes the kernel's.
+MEMORY_MODE_NAMES: dict[str, MemoryMode] = {
     "every_30_turns": MemoryMode.EVERY_N_TURNS,
     "context_70_percent": MemoryMode.CONTEXT_PERCENT,
+    "manual": MemoryMode.MANUAL,
 }
+
+
+def memory_mode_name(mode: MemoryMode) -> str:
+    return next(name for name, value in MEMORY_MODE_NAMES.items() if value is mode)
 
 
 class CompactionSettings(_Section):
@@ -99,8 +105,8 @@ class CompactionSettings(_Section):
     @model_validator(mode="before")
     @classmethod
     def _mode_alias(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("mode") in _MODE_ALIASES:
-            return {**data, "mode": _MODE_ALIASES[data["mode"]]}
+        if isinstance(data, Mapping) and data.get("mode") in MEMORY_MODE_NAMES:
+            return {**data, "mode": MEMORY_MODE_NAMES[data["mode"]]}
         return data
 
     @model_validator(mode="after")

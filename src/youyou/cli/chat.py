@@ -8,8 +8,9 @@ from contextlib import suppress
 from rich.console import Console
 from rich.text import Text
 
+from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
-from youyou.bootstrap import BuiltApp, memory_mode_name
+from youyou.bootstrap import BuiltApp
 from youyou.cli.render import RichTurnView, agent_error_text, context_line
 from youyou.cli.runtime import on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript

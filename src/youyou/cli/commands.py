@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from youyou.bootstrap import MEMORY_MODE_NAMES, memory_mode_name
+from youyou.adapters.settings import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.cli.attachments import describe, load_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.render import context_line

@@ -21,7 +21,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from youyou.bootstrap import MEMORY_MODE_NAMES
+from youyou.adapters.settings import MEMORY_MODE_NAMES
 from youyou.cli.commands import COMMANDS
 
 PROMPT = "you> "
