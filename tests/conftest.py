@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 from tests.fakes.chat import close_tracked
+
+from fakes.openai_server import FakeOpenAIServer
+from server_kit import Server, Workbench, answer_ok, free_port, write_config
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -66,3 +70,40 @@ def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs a test once on SQLite and once on PostgreSQL."""
     fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
     yield request.getfixturevalue(fixture)
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeOpenAIServer]:
+    """The fake OpenAI endpoint; anything not scripted gets a short ``ok`` answer."""
+    with FakeOpenAIServer() as fake:
+        fake.default = answer_ok
+        yield fake
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def workbench_db(request: pytest.FixtureRequest) -> str:
+    """The database of a workbench under test: the API suite runs on both."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    url: str = request.getfixturevalue(fixture)
+    return url
+
+
+@pytest.fixture
+def start_workbench(
+    tmp_path: Path, fake_model: FakeOpenAIServer, workbench_db: str
+) -> Iterator[Callable[..., Workbench]]:
+    """``start_workbench(context_window=…, extra="[server]\\n…")`` → a running server."""
+    started: list[Workbench] = []
+
+    def start(*args: str, **config: Any) -> Workbench:
+        root = tmp_path / f"wb{len(started)}"
+        root.mkdir()
+        path = write_config(root, workbench_db, fake_model.base_url, **config)
+        workbench = Workbench(Server(root, path, free_port()).start(*args), fake_model)
+        started.append(workbench)
+        return workbench
+
+    yield start
+    for workbench in started:
+        workbench.close()
+        workbench.server.kill()

@@ -97,6 +97,22 @@ def test_injection_is_the_skill_prompt_in_the_b9_envelope() -> None:
     assert injection.rendered_xml == "<skill>\n<name>pdf-tools</name>\nDo pdf-tools well.\n</skill>"
 
 
+def test_per_turn_skills_trigger_next_to_the_registered_ones() -> None:
+    translate = SkillDefinition(name="translate", description="x", prompt="Translate well.")
+    mine = SkillDefinition(name="review", description="x", prompt="My own review steps.")
+    resolver = SkillResolver(SKILLS)
+    blocks = [TextBlock(text="/translate then /review /commit")]
+    injections = resolver.resolve(blocks, (translate, mine))
+    assert [(i.skill_name, i.rendered_xml) for i in injections] == [
+        ("translate", "<skill>\n<name>translate</name>\nTranslate well.\n</skill>"),
+        ("review", "<skill>\n<name>review</name>\nMy own review steps.\n</skill>"),
+        ("commit", "<skill>\n<name>commit</name>\nDo commit well.\n</skill>"),
+    ]
+    with pytest.raises(AgentError) as caught:  # per-turn skills are not remembered
+        resolver.resolve([TextBlock(text="/translate")])
+    assert caught.value.code is ErrorCode.SKILL_NOT_FOUND
+
+
 def test_find_skill_triggers_reports_whether_a_trigger_leads_its_block() -> None:
     blocks = [TextBlock(text="/x /y words /z"), TextBlock(text="/w")]
     assert find_skill_triggers(blocks) == [("x", True), ("y", True), ("z", False), ("w", True)]

@@ -69,6 +69,16 @@ def test_pinned_config_normalizes_and_is_independent_of_later_agent_config() -> 
     assert explicit.model_id == "b"
 
 
+@pytest.mark.parametrize(
+    ("given", "pinned"),
+    [(" user:1 ", "user:1"), (None, "team"), ("", "team"), ("   ", "team")],
+)
+def test_a_session_namespace_overrides_the_agent_namespace(given: str | None, pinned: str) -> None:
+    config = AgentConfig(default_model="a", memory_namespace=" team ")
+    session = SessionConfig(memory_namespace=given)
+    assert resolve_session_pinned_config(config, session, has).memory_namespace == pinned
+
+
 def test_unknown_session_model_is_not_supported() -> None:
     with pytest.raises(AgentError) as info:
         resolve_session_pinned_config(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from tests.kernel_kit import build_agent
 
-from youyou import AgentConfig, OutcomeStatus, ScriptedResponse
+from youyou import AgentConfig, OutcomeStatus, ScriptedResponse, SessionConfig
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.domain.ledger import Metadata
 from youyou.domain.memory import Memory
@@ -107,6 +107,18 @@ async def test_checkpoint_every_interval_off_the_critical_path_and_on_close() ->
     close_window = model.extractions[1].messages[0].content[0].text  # type: ignore[union-attr]
     assert "third" in close_window and "first" not in close_window
     assert sorted(m.content for m in await storage.list_all("ops")) == ["fact 1", "fact 2"]
+
+
+async def test_a_session_namespace_keeps_its_memories_apart_from_the_agent_namespace() -> None:
+    storage = InMemoryMemoryStorage()
+    model = Model()
+    agent, _ = await agent_with(storage, model, interval=1)
+    session = await agent.new_session(SessionConfig(memory_namespace="user:1"))
+    assert session.config.pinned.memory_namespace == "user:1"
+    await (await session.send_message("remember me")).join()
+    await session.close()
+    assert [m.content for m in await storage.list_all("user:1")] == ["fact 1"]
+    assert await storage.list_all("ops") == []
 
 
 async def test_close_extraction_failure_never_blocks_close_or_shutdown() -> None:

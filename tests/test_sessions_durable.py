@@ -605,3 +605,31 @@ async def test_memory_mode_survives_resume(db_url: str) -> None:
     finally:
         await first.close()
         await second.close()
+
+
+async def test_last_seq_shows_that_another_process_appended(db_url: str) -> None:
+    mine, theirs = await SqlSessionStorage.open(db_url), await SqlSessionStorage.open(db_url)
+    try:
+        agent, _ = await build_agent(
+            [text("hi")], models=(M1,), config=CONFIG, configure=with_storage(mine)
+        )
+        session = await agent.new_session()
+        assert session.last_seq == 1  # the session profile
+        await turn(session, "hello")
+        assert session.last_seq == (await mine.load_head(session.session_id)).last_seq == 3
+
+        other, _ = await build_agent(
+            [text("there")], models=(M1,), config=CONFIG, configure=with_storage(theirs)
+        )
+        elsewhere = await other.resume_session(session.session_id)
+        assert elsewhere.last_seq == 3
+        await turn(elsewhere, "from another process")
+        assert elsewhere.last_seq == 5
+
+        assert session.last_seq == 3  # this handle is now behind the storage
+        assert (await mine.load_head(session.session_id)).last_seq == 5
+        await agent.shutdown()
+        await other.shutdown()
+    finally:
+        await mine.close()
+        await theirs.close()

@@ -264,6 +264,31 @@ async def test_an_unknown_leading_skill_is_refused_with_nothing_written() -> Non
     assert (await (await session.send_message("ok")).join()).status is OutcomeStatus.COMPLETED
 
 
+async def test_a_per_turn_skill_is_injected_for_that_turn_only() -> None:
+    storage = InMemorySessionStorage()
+    agent, provider = await build_agent(
+        [text("translated"), text("plain")], configure=with_skills(REVIEW, storage=storage)
+    )
+    session = await agent.new_session()
+    mine = SkillDefinition(name="review", description="Mine", prompt="MY-REVIEW-BODY.")
+    translate = SkillDefinition(name="translate", description="T", prompt="TRANSLATE-BODY.")
+    options = TurnOptions(skills=(translate, mine))
+    await (await session.send_message("/translate and /review it", options=options)).join()
+
+    (request,) = provider.requests
+    assert after_user(request, "/translate and /review it", 2) == [
+        skill_xml(translate),
+        skill_xml(mine),
+    ]
+    stored = list(await storage.load_events(session.session_id))
+    assert "TRANSLATE-BODY" not in str(stored) and "MY-REVIEW-BODY" not in str(stored)
+    with pytest.raises(AgentError) as caught:  # another turn's options offer nothing here
+        await session.send_message("/translate again")
+    assert caught.value.code is ErrorCode.SKILL_NOT_FOUND
+    await (await session.send_message("and now?")).join()
+    assert system_texts(provider.requests[1]) == []
+
+
 @pytest.mark.parametrize(
     "blocks",
     [

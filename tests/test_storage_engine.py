@@ -107,7 +107,7 @@ async def test_upgrade_builds_the_declared_schema_and_is_idempotent(db_url: str)
     await upgrade_database(db_url)
     await upgrade_database(db_url)
     state = await _state_of(db_url)
-    assert state["revision"] == "0001"
+    assert state["revision"] == "0002"
     assert state["diff"] == []
     assert "ix_sessions_recent" in state["indexes"]
     assert (TITLE_TRGM_INDEX in state["indexes"]) == db_url.startswith("postgresql")
@@ -133,4 +133,4 @@ async def test_downgrade_to_base_removes_the_schema(db_url: str) -> None:
 async def test_concurrent_upgrades_of_a_fresh_database_both_succeed(db_url: str) -> None:
     await asyncio.gather(*(upgrade_database(db_url) for _ in range(3)))
     state = await _state_of(db_url)
-    assert state["revision"] == "0001" and state["diff"] == []
+    assert state["revision"] == "0002" and state["diff"] == []

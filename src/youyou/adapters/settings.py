@@ -47,6 +47,22 @@ class ServerSettings(_Section):
     port: int = Field(8000, ge=1, le=65535)
     registration: bool = True
     """Whether new users may sign up; off for a team server with provisioned accounts."""
+    workers: PositiveInt = 1
+    """Server processes sharing the port; more than one needs PostgreSQL."""
+    token_ttl_hours: float = Field(168.0, gt=0)
+    """Lifetime of a bearer token from login (default 7 days)."""
+    session_idle_s: float = Field(300.0, gt=0)
+    """An open session without a turn for this long is closed; the next message resumes it."""
+    max_body_bytes: PositiveInt = 32 * 1024 * 1024
+    """Largest request body (a 20 MB image travels base64-encoded, about 27 MB)."""
+    keepalive_s: float = Field(15.0, gt=0)
+    """Idle SSE streams get a comment line this often, so proxies keep them open."""
+    lease_ttl_s: float = Field(30.0, gt=0)
+    """A crashed process's session lease expires after this long."""
+    login_attempts: PositiveInt = 5
+    login_window_s: float = Field(300.0, gt=0)
+    """After ``login_attempts`` failures within the window, logins for that username and
+    client address are refused with 429 until the oldest failure leaves the window."""
 
 
 class DatabaseSettings(_Section):

@@ -59,6 +59,12 @@ class SessionHandle:
         the full history from the storage."""
         return tuple(self._runtime.events)
 
+    @property
+    def last_seq(self) -> int:
+        """Seq of the newest ledger event this handle knows; a larger one in the storage means
+        another process appended to the session."""
+        return self._runtime.last_seq
+
     def visible_messages(self) -> tuple[VisibleMessage, ...]:
         """What the model sees of the history now; a resume rebuilds exactly this."""
         return tuple(self._runtime.context.state.visible_messages)

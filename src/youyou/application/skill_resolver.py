@@ -16,14 +16,19 @@ class SkillResolver:
     def __init__(self, skills: Mapping[str, SkillDefinition]) -> None:
         self._skills = skills
 
-    def resolve(self, blocks: Sequence[ContentBlock]) -> tuple[ResolvedSkillInjection, ...]:
+    def resolve(
+        self, blocks: Sequence[ContentBlock], per_turn: Sequence[SkillDefinition] = ()
+    ) -> tuple[ResolvedSkillInjection, ...]:
         """Raise SKILL_NOT_FOUND for an unknown leading name, before anything is written.
 
-        An unknown name further inside the text (``check /tmp``) is plain text, not a trigger.
+        ``per_turn`` skills are offered for this turn only (a caller's per-user selection) and
+        win over a registered skill of the same name. An unknown name further inside the text
+        (``check /tmp``) is plain text, not a trigger.
         """
+        skills = {**self._skills, **{skill.name: skill for skill in per_turn}}
         injections: list[ResolvedSkillInjection] = []
         for name, leading in find_skill_triggers(blocks):
-            skill = self._skills.get(name)
+            skill = skills.get(name)
             if skill is None and not leading:
                 continue
             if skill is None:

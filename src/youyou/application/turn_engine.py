@@ -49,6 +49,7 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.model import FinishReason, ProviderErrorKind, Usage
+from youyou.domain.skill import SkillDefinition
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
 from youyou.domain.turn import (
     ResolvedSkillInjection,
@@ -62,11 +63,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class TurnOptions:
-    """Per-turn inputs read fresh by the caller (the workbench's user prompt and skills)."""
+    """Per-turn inputs read fresh by the caller (the workbench's user prompt and skills).
+
+    ``skills`` can be triggered by ``/name`` in this turn only, next to the registered ones.
+    """
 
     user_prompt: str | None = None
     skill_catalog: str | None = None
     extra_tools: tuple[ToolHandler, ...] = ()
+    skills: tuple[SkillDefinition, ...] = ()
 
 
 @dataclass(slots=True)
@@ -110,7 +115,7 @@ class TurnEngine:
         validate_user_input(blocks)
         if runtime.is_running:
             raise _error(ErrorCode.TURN_BUSY, f"session {runtime.session_id} is running a turn")
-        injections = self._resolver.resolve(blocks)
+        injections = self._resolver.resolve(blocks, options.skills)
         tools = dict(self._kernel.tools)
         for tool in options.extra_tools:
             tools[tool.descriptor.name] = tool

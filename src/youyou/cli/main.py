@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from youyou.adapters.settings import load_settings
 from youyou.adapters.storage.engine import upgrade_database
 from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.cli.runtime import SKILLS_DIR_ENV, run, setup_logging
+from youyou.cli.runtime import SKILLS_DIR_ENV, guarded, run, setup_logging
 from youyou.cli.transcript import (
     print_transcript,
     recent_or_matching,
@@ -114,6 +114,35 @@ def chat(
         attach=tuple(attach or ()),
     )
     _finish(run(run_chat(options)))
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", "-p", min=1, max=65535, help="Default 8000.")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-w", min=1, help="Server processes (more than 1: PostgreSQL)."),
+    ] = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="text or json (one JSON object per line).")
+    ] = "text",
+) -> None:
+    """Run the workbench: HTTP + SSE API for many users (and its web UI)."""
+    if log_format not in ("text", "json"):
+        raise typer.BadParameter("text or json", param_hint="--log-format")
+    # Imported here: the server stack (FastAPI, uvicorn) is not needed by the other commands.
+    from youyou.workbench.server import ServeOptions
+    from youyou.workbench.server import serve as run_server
+
+    options = ServeOptions(config, host, port, workers, "json" if log_format == "json" else "text")
+    console = Console(highlight=False)
+    _finish(guarded(lambda: run_server(options, console.print)))
 
 
 @asynccontextmanager

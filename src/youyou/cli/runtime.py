@@ -97,9 +97,14 @@ async def run_turn(session: SessionHandle, user_input: UserInput, view: TurnView
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:
+    """Run an async command; a kernel error ends it with its code, never with a traceback."""
+    return guarded(lambda: asyncio.run(main))
+
+
+def guarded(command: Callable[[], int]) -> int:
     """Run a command; a kernel error ends it with its code, never with a traceback."""
     try:
-        return asyncio.run(main)
+        return command()
     except AgentError as error:
         err_console.print(agent_error_text(error))
         return EXIT_CONFIG if error.code is ErrorCode.INVALID_CONFIG else EXIT_FAILED

@@ -70,6 +70,8 @@ class AgentConfig(_Frozen):
 class SessionConfig(_Frozen):
     model_id: str | None = None
     system_prompt_override: str | None = None
+    # Overrides the agent's namespace, so one agent can keep each user's memories apart.
+    memory_namespace: str | None = None
 
 
 class SessionPinnedConfig(_Frozen):
@@ -153,10 +155,11 @@ def resolve_session_pinned_config(
             f"model {model_id!r} is not registered",
             source=ErrorSource.SESSION_SERVICE,
         )
+    namespace = _blank_to_none(session.memory_namespace) or agent.memory_namespace
     return SessionPinnedConfig(
         model_id=model_id,
         system_prompt_override=_blank_to_none(session.system_prompt_override),
-        memory_namespace=agent.memory_namespace.strip(),
+        memory_namespace=namespace.strip(),
     )
 
 

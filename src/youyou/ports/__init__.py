@@ -3,6 +3,7 @@
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.plugin import Plugin, PluginRegistrar
+from youyou.ports.session_lease import SessionLeases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.token_counter import TokenCounter
 from youyou.ports.tool import ToolHandler
@@ -12,6 +13,7 @@ __all__ = [
     "ModelProvider",
     "Plugin",
     "PluginRegistrar",
+    "SessionLeases",
     "SessionStorage",
     "TokenCounter",
     "ToolHandler",

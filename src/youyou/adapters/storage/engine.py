@@ -7,15 +7,17 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from youyou.adapters.storage.errors import storage_error
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -67,29 +69,54 @@ def _sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def alembic_config(connection: Connection) -> Config:
+def alembic_config(connection: Connection, script_location: Path = _MIGRATIONS) -> Config:
     """The ``alembic.ini`` equivalent; ``env.py`` migrates through ``connection``."""
     config = Config()
-    config.set_main_option("script_location", str(_MIGRATIONS))
+    config.set_main_option("script_location", str(script_location))
     config.attributes["connection"] = connection
     return config
 
 
-async def migrate(engine: AsyncEngine, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` in one transaction (serialized across processes)."""
+@asynccontextmanager
+async def transaction(
+    engine: AsyncEngine, action: str, *, write: bool = False
+) -> AsyncIterator[AsyncConnection]:
+    """One transaction; database failures become STORAGE_ERROR naming ``action``.
+
+    ``write`` takes SQLite's write lock up front, so concurrent writers queue on the busy
+    timeout instead of failing when a read lock cannot be upgraded.
+    """
+    try:
+        async with engine.connect() as conn:
+            if write:
+                conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
+            async with conn.begin():
+                yield conn
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        raise storage_error(action, exc) from exc
+
+
+async def migrate(
+    engine: AsyncEngine,
+    revision: str = "head",
+    *,
+    script_location: Path = _MIGRATIONS,
+    lock_key: str = "youyou.sessions",
+) -> None:
+    """Bring the schema to ``revision`` in one transaction (serialized across processes).
+
+    Each Alembic chain in the database (own ``script_location``, own version table) passes its
+    own ``lock_key``, so chains do not wait on each other.
+    """
 
     def run(connection: Connection) -> None:
         if connection.dialect.name == "postgresql":
-            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext('youyou.sessions'))")
-        command.upgrade(alembic_config(connection), revision)
+            lock = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+            connection.execute(lock, {"key": lock_key})
+        command.upgrade(alembic_config(connection, script_location), revision)
 
-    try:
-        async with engine.connect() as conn:
-            conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
-            async with conn.begin():
-                await conn.run_sync(run)
-    except (SQLAlchemyError, OSError, TimeoutError) as exc:
-        raise storage_error("database migration", exc) from exc
+    async with transaction(engine, "database migration", write=True) as conn:
+        await conn.run_sync(run)
 
 
 async def upgrade_database(url: str) -> None:

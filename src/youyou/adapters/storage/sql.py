@@ -7,13 +7,12 @@ database-level uniqueness guarantee behind that guard.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sqlalchemy import Row, Select, and_, delete, select, tuple_, union
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
@@ -33,8 +32,9 @@ from youyou.adapters.storage.codec import (
     head_slot,
     metadata_key,
 )
-from youyou.adapters.storage.engine import SQLITE_IMMEDIATE, create_engine, migrate
+from youyou.adapters.storage.engine import create_engine, migrate, transaction
 from youyou.adapters.storage.errors import session_not_found, storage_error
+from youyou.adapters.storage.lease import SqlSessionLeases
 from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.domain.ledger import LedgerEvent
 from youyou.domain.session import (
@@ -85,21 +85,17 @@ class SqlSessionStorage:
         """The engine, for callers that keep their own tables in the same database."""
         return self._engine
 
+    def leases(self) -> SqlSessionLeases:
+        """Session leases in the same database, over the same connection pool."""
+        return SqlSessionLeases(self._engine)
+
     async def close(self) -> None:
         await self._engine.dispose()
 
-    @asynccontextmanager
-    async def _transaction(
+    def _transaction(
         self, action: str, *, write: bool = False
-    ) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                if write:
-                    conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
-                async with conn.begin():
-                    yield conn
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise storage_error(action, exc) from exc
+    ) -> AbstractAsyncContextManager[AsyncConnection]:
+        return transaction(self._engine, action, write=write)
 
     async def append_event(
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
@@ -139,6 +135,18 @@ class SqlSessionStorage:
             if not rows:
                 await self._require_session(conn, session_id)
         return [decode_event(row.event_json, row.schema_version) for row in rows]
+
+    async def last_seq(self, session_id: str) -> int:
+        """The newest seq, one indexed read: a process holding a session open compares it with
+        its own to notice that another process appended meanwhile."""
+        action = f"reading the last seq of session {session_id!r}"
+        async with self._transaction(action) as conn:
+            seq = (
+                await conn.execute(select(sessions.c.last_seq).where(sessions.c.id == session_id))
+            ).scalar_one_or_none()
+        if seq is None:
+            raise session_not_found(session_id)
+        return int(seq)
 
     async def load_head(self, session_id: str) -> SessionHead:
         action = f"loading the head of session {session_id!r}"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    false,
 )
 
 VERSION_TABLE = "youyou_sessions_alembic_version"
@@ -91,4 +93,17 @@ ledger_events = Table(
     Column("event_json", Text, nullable=False),
     # the primary key is the UNIQUE(session_id, seq) guarantee of the ledger
     PrimaryKeyConstraint("session_id", "seq", name="pk_ledger_events"),
+)
+
+# One writer per session across processes (see lease.py). No foreign key: a lease may be taken
+# before the session's first event is written.
+session_leases = Table(
+    "session_leases",
+    metadata,
+    Column("session_id", session_id_type(), nullable=False),
+    Column("holder", String(255), nullable=False),
+    Column("acquired_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("cancel_requested", Boolean, nullable=False, server_default=false()),
+    PrimaryKeyConstraint("session_id", name="pk_session_leases"),
 )

@@ -1,0 +1,118 @@
+"""``SessionLeases`` in the session storage database: the ``session_leases`` table.
+
+Every write is one transaction (``BEGIN IMMEDIATE`` on SQLite, so writers queue on the database
+lock; a row lock on PostgreSQL), which makes acquiring atomic across processes. Times come from
+each process's own clock, so the processes sharing a database need roughly synchronized clocks
+and a time to live well above their skew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import case, delete, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from youyou.adapters.storage.engine import transaction
+from youyou.adapters.storage.tables import session_leases
+from youyou.ports.session_lease import LeaseState
+
+__all__ = ["LeaseState", "SqlSessionLeases"]
+
+_lease = session_leases.c
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqlSessionLeases:
+    """Usually built by ``SqlSessionStorage.leases()``, to share its connection pool.
+
+    ``clock`` is replaceable so that tests expire leases without sleeping.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = _utc_now) -> None:
+        self._engine = engine
+        self._postgresql = engine.dialect.name == "postgresql"
+        self._clock = clock
+
+    async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
+        """Take the lease if free, expired or already ours: None, else the live holder."""
+        now = self._clock()
+        stmt: postgresql.Insert | sqlite.Insert = (
+            postgresql.insert(session_leases) if self._postgresql else sqlite.insert(session_leases)
+        ).values(
+            session_id=session_id,
+            holder=holder,
+            acquired_at=now,
+            expires_at=now + timedelta(seconds=ttl_s),
+            cancel_requested=False,
+        )
+        ours = _lease.holder == stmt.excluded.holder
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[_lease.session_id],
+            set_={
+                "holder": stmt.excluded.holder,
+                # a refresh by the same holder keeps the time it first took the lease
+                "acquired_at": case((ours, _lease.acquired_at), else_=stmt.excluded.acquired_at),
+                "expires_at": stmt.excluded.expires_at,
+                "cancel_requested": False,
+            },
+            where=or_(ours, _lease.expires_at <= now),
+        )
+        action = f"acquiring the lease of session {session_id!r}"
+        async with transaction(self._engine, action, write=True) as conn:
+            await conn.execute(stmt)
+            current: str | None = await conn.scalar(
+                select(_lease.holder).where(_lease.session_id == session_id)
+            )
+        return None if current == holder else current
+
+    async def renew(self, session_id: str, holder: str, ttl_s: float) -> LeaseState:
+        """Extend our lease; LOST once another holder took it over or it was released."""
+        expires_at = self._clock() + timedelta(seconds=ttl_s)
+        stmt = (
+            update(session_leases)
+            .where(_lease.session_id == session_id, _lease.holder == holder)
+            .values(expires_at=expires_at)
+            .returning(_lease.cancel_requested)
+        )
+        action = f"renewing the lease of session {session_id!r}"
+        async with transaction(self._engine, action, write=True) as conn:
+            cancel_requested = (await conn.execute(stmt)).scalar_one_or_none()
+        if cancel_requested is None:
+            return LeaseState.LOST
+        return LeaseState.CANCEL_REQUESTED if cancel_requested else LeaseState.HELD
+
+    async def request_cancel(self, session_id: str) -> bool:
+        """Flag a live lease; its holder sees CANCEL_REQUESTED on its next renewal."""
+        stmt = (
+            update(session_leases)
+            .where(_lease.session_id == session_id, _lease.expires_at > self._clock())
+            .values(cancel_requested=True)
+        )
+        action = f"requesting to cancel session {session_id!r}"
+        async with transaction(self._engine, action, write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
+    async def release(self, session_id: str, holder: str) -> None:
+        """Delete the lease only if ``holder`` holds it: after an expiry it may be another's."""
+        stmt = delete(session_leases).where(
+            _lease.session_id == session_id, _lease.holder == holder
+        )
+        action = f"releasing the lease of session {session_id!r}"
+        async with transaction(self._engine, action, write=True) as conn:
+            await conn.execute(stmt)
+
+    async def holder(self, session_id: str) -> str | None:
+        """The live holder; an expired lease counts as free even before anyone takes it."""
+        stmt = select(_lease.holder).where(
+            _lease.session_id == session_id, _lease.expires_at > self._clock()
+        )
+        action = f"reading the lease of session {session_id!r}"
+        async with transaction(self._engine, action) as conn:
+            live: str | None = await conn.scalar(stmt)
+        return live

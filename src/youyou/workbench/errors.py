@@ -1,0 +1,137 @@
+"""The workbench's one error catalog: API code → HTTP status and message (zh-CN, English).
+
+Exception tree of the server::
+
+    Exception
+     ├── AgentError        kernel failures, mapped by ``from_agent_error``
+     └── ApiError(code)    everything a route refuses; rendered as the error envelope
+
+Messages never carry stack traces, SQL or file paths: a response says what is wrong with the
+request, the log line (with the same request id) says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from youyou.domain.errors import AgentError, ErrorCode
+
+Language = Literal["zh-CN", "en"]
+
+
+class ApiCode(StrEnum):
+    VALIDATION_INVALID_ARGUMENT = "VALIDATION_INVALID_ARGUMENT"
+    AUTH_UNAUTHENTICATED = "AUTH_UNAUTHENTICATED"
+    AUTH_INVALID_CREDENTIALS = "AUTH_INVALID_CREDENTIALS"
+    AUTH_USERNAME_TAKEN = "AUTH_USERNAME_TAKEN"
+    AUTH_REGISTRATION_DISABLED = "AUTH_REGISTRATION_DISABLED"
+    AUTH_RATE_LIMITED = "AUTH_RATE_LIMITED"
+    FORBIDDEN = "FORBIDDEN"
+    NOT_FOUND = "NOT_FOUND"
+    SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
+    TURN_BUSY = "TURN_BUSY"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    CHAT_CONTEXT_LIMIT_REACHED = "CHAT_CONTEXT_LIMIT_REACHED"
+    MODEL_ERROR = "MODEL_ERROR"
+    SERVER_SHUTTING_DOWN = "SERVER_SHUTTING_DOWN"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    status: int
+    zh: str
+    en: str
+
+
+CATALOG: dict[str, _Entry] = {
+    ApiCode.VALIDATION_INVALID_ARGUMENT: _Entry(400, "请求参数无效", "Invalid request argument"),
+    ApiCode.AUTH_UNAUTHENTICATED: _Entry(
+        401, "未登录或登录已失效", "Not signed in, or the session token is no longer valid"
+    ),
+    ApiCode.AUTH_INVALID_CREDENTIALS: _Entry(401, "用户名或密码错误", "Wrong username or password"),
+    ApiCode.AUTH_USERNAME_TAKEN: _Entry(409, "用户名已被占用", "This username is already taken"),
+    ApiCode.AUTH_REGISTRATION_DISABLED: _Entry(
+        403, "此服务器已关闭注册", "Registration is disabled on this server"
+    ),
+    ApiCode.AUTH_RATE_LIMITED: _Entry(
+        429, "登录失败次数过多，请稍后再试", "Too many failed sign-ins; try again later"
+    ),
+    ApiCode.FORBIDDEN: _Entry(403, "无权访问该资源", "You may not access this resource"),
+    ApiCode.NOT_FOUND: _Entry(404, "资源不存在", "Not found"),
+    ApiCode.SKILL_NAME_CONFLICT: _Entry(
+        409, "已存在同名 Skill", "You already have a skill with this name"
+    ),
+    ApiCode.TURN_BUSY: _Entry(
+        409, "该会话正在生成回答，请稍后再试", "A turn is already running in this session"
+    ),
+    ApiCode.PAYLOAD_TOO_LARGE: _Entry(413, "请求体过大", "The request body is too large"),
+    ApiCode.CHAT_CONTEXT_LIMIT_REACHED: _Entry(
+        400,
+        "当前会话上下文已达到上限，请先压缩会话记忆或缩短消息后再发送。",
+        "The conversation has reached the context limit; compact the session memory or "
+        "shorten the message, then send again.",
+    ),
+    ApiCode.MODEL_ERROR: _Entry(502, "模型调用失败", "The model call failed"),
+    ApiCode.SERVER_SHUTTING_DOWN: _Entry(503, "服务器正在关闭", "The server is shutting down"),
+    ApiCode.SERVICE_UNAVAILABLE: _Entry(503, "数据库不可用", "The database is not answering"),
+    ApiCode.INTERNAL_ERROR: _Entry(500, "服务器内部错误", "Internal server error"),
+}
+
+
+def language_of(accept_language: str | None) -> Language:
+    """zh-CN unless the client's first preference is English."""
+    if accept_language and accept_language.strip().lower().startswith("en"):
+        return "en"
+    return "zh-CN"
+
+
+def catalog_message(code: str, language: Language, detail: str | None = None) -> str:
+    entry = CATALOG.get(code)
+    if entry is None:
+        return detail or code
+    base = entry.en if language == "en" else entry.zh
+    if not detail:
+        return base
+    return f"{base}: {detail}" if language == "en" else f"{base}：{detail}"
+
+
+class ApiError(Exception):
+    """A refusal with a catalog code; ``detail`` names the field or rule (already localized)."""
+
+    def __init__(
+        self, code: ApiCode, detail: str | None = None, *, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"{code}: {detail or ''}")
+        self.code = code
+        self.detail = detail
+        self.headers = headers or {}
+
+    @property
+    def status(self) -> int:
+        return CATALOG[self.code].status
+
+
+# Kernel refusals a client can cause; anything else is the server's or the model's fault.
+_KERNEL_TO_API: dict[ErrorCode, ApiCode] = {
+    ErrorCode.INPUT_VALIDATION: ApiCode.VALIDATION_INVALID_ARGUMENT,
+    ErrorCode.SKILL_NOT_FOUND: ApiCode.VALIDATION_INVALID_ARGUMENT,
+    ErrorCode.MODEL_NOT_SUPPORTED: ApiCode.VALIDATION_INVALID_ARGUMENT,
+    ErrorCode.TURN_BUSY: ApiCode.TURN_BUSY,
+    ErrorCode.SESSION_BUSY: ApiCode.TURN_BUSY,
+    ErrorCode.CHAT_CONTEXT_LIMIT_REACHED: ApiCode.CHAT_CONTEXT_LIMIT_REACHED,
+    ErrorCode.PROVIDER_ERROR: ApiCode.MODEL_ERROR,
+    ErrorCode.COMPACT_ERROR: ApiCode.MODEL_ERROR,
+    ErrorCode.AGENT_SHUTDOWN: ApiCode.SERVER_SHUTTING_DOWN,
+    ErrorCode.SESSION_NOT_FOUND: ApiCode.NOT_FOUND,
+}
+
+
+def from_agent_error(error: AgentError) -> ApiError:
+    code = _KERNEL_TO_API.get(error.code, ApiCode.INTERNAL_ERROR)
+    if code is ApiCode.INTERNAL_ERROR:
+        return ApiError(code)
+    return ApiError(code, error.message)

@@ -1,0 +1,135 @@
+"""The full history of a chat, compacted messages included, as the API shows it.
+
+Tool calls and their results hang on the assistant message of the same turn that asked for
+them (the one just before the calls, else the answer after them); a batch cut off before any
+assistant text gets an empty incomplete assistant message to hang on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
+from youyou.domain.context import CompactionRecord
+from youyou.domain.ledger import (
+    META_CONTEXT_COMPACTION,
+    AssistantMessage,
+    LedgerEvent,
+    MessageStatus,
+    Metadata,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from youyou.workbench.schemas import MessageOut, ToolCallOut
+
+Role = Literal["user", "assistant", "system"]
+Status = Literal["complete", "incomplete"]
+
+
+def block_payload(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"type": "image", "mimeType": block.mime_type, "dataBase64": block.data_base64}
+    assert isinstance(block, FileContentBlock)
+    return {
+        "type": "file",
+        "fileName": block.file_name,
+        "mediaType": block.media_type,
+        "text": block.text,
+    }
+
+
+def _boundary(events: Sequence[LedgerEvent]) -> int:
+    boundary = 0
+    for event in events:
+        payload = event.payload
+        if isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
+            boundary = CompactionRecord.model_validate(payload.value).replaces_through_seq
+    return boundary
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    output: str | None = None
+    is_error: bool | None = None
+
+
+@dataclass(slots=True)
+class _Message:
+    event: LedgerEvent
+    role: Role
+    content: list[dict[str, Any]]
+    status: Status = "complete"
+    calls: list[_Call] = field(default_factory=list)
+
+    def out(self, boundary: int) -> MessageOut:
+        return MessageOut(
+            seq=self.event.seq,
+            id=str(self.event.seq),
+            role=self.role,
+            content=self.content,
+            status=self.status,
+            tool_calls=[
+                ToolCallOut(
+                    call_id=c.call_id,
+                    tool_name=c.tool_name,
+                    arguments=c.arguments,
+                    output=c.output,
+                    is_error=c.is_error,
+                )
+                for c in self.calls
+            ],
+            created_at=self.event.timestamp,
+            compacted=self.event.seq <= boundary,
+        )
+
+
+def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
+    messages: list[_Message] = []
+    calls: dict[str, _Call] = {}
+    pending: list[_Call] = []  # calls of this turn not yet on a message
+    holder: _Message | None = None  # the assistant message of this turn calls hang on
+    for event in events:
+        payload = event.payload
+        if pending and isinstance(payload, UserMessage | SystemMessage):
+            # calls of a turn that ended before any assistant text hang on a message of their own
+            messages.append(_Message(event, "assistant", [], "incomplete", pending))
+            pending = []
+        if isinstance(payload, UserMessage):
+            holder = None
+            messages.append(_Message(event, "user", [block_payload(b) for b in payload.content]))
+        elif isinstance(payload, AssistantMessage):
+            content = [block_payload(b) for b in payload.content]
+            status: Status = (
+                "incomplete" if payload.status is MessageStatus.INCOMPLETE else "complete"
+            )
+            holder = _Message(event, "assistant", content, status, pending)
+            pending = []
+            messages.append(holder)
+        elif isinstance(payload, SystemMessage):
+            messages.append(_Message(event, "system", [{"type": "text", "text": payload.content}]))
+        elif isinstance(payload, ToolCall):
+            call = _Call(
+                payload.call.call_id, payload.call.tool_name, payload.call.effective_arguments
+            )
+            calls[call.call_id] = call
+            (holder.calls if holder is not None else pending).append(call)
+        elif isinstance(payload, ToolResult) and payload.result.call_id in calls:
+            output = payload.result.output
+            shown = (output.metadata or {}).get(DISPLAY_KEY)
+            found = calls[payload.result.call_id]
+            found.output = shown if isinstance(shown, str) else output.content
+            found.is_error = output.is_error
+    if pending:
+        messages.append(_Message(events[-1], "assistant", [], "incomplete", pending))
+    boundary = _boundary(events)
+    return [m.out(boundary) for m in messages]

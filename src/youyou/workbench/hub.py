@@ -1,0 +1,455 @@
+"""Sessions of many users in one process, and of one service across processes.
+
+A session is opened (resumed from the ledger) on demand and closed when idle, so memory stays
+bounded however many sessions exist. Whatever writes to a session's ledger — a turn, a
+compaction, a memory-mode switch, clearing or deleting — first takes the session's lease in
+the database, so two processes never write one ledger: a second writer gets ``TURN_BUSY``.
+A cached session whose ledger moved on (another process wrote) is reopened before its next
+turn. A cancel reaches a turn on another process through the lease's cancel flag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
+from youyou.adapters.storage import LeaseState, SqlSessionLeases
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.api.agent import Agent
+from youyou.api.running_turn import RunningTurn
+from youyou.api.session import SessionHandle
+from youyou.domain.config import MemoryMode, SessionConfig
+from youyou.domain.content import ContentBlock
+from youyou.domain.context import CompactionRecord
+from youyou.domain.errors import AgentError
+from youyou.domain.events import ContextCompacted, ContextUsage, ErrorEvent, TurnComplete
+from youyou.domain.session import UNTITLED_SESSION
+from youyou.domain.turn import OutcomeStatus
+from youyou.workbench.assembly import turn_options
+from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
+from youyou.workbench.metrics import Metrics
+from youyou.workbench.store import ChatSessionRecord, SessionProjection, WorkbenchStore
+from youyou.workbench.streams import Frame, TurnStream, frame_data
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# How often a running turn renews its lease and looks for a cancel asked on another process.
+LEASE_POLL_S = 0.5
+
+
+def memory_namespace(owner_id: str) -> str:
+    """Long-term memories are per user in the workbench."""
+    return f"user:{owner_id}"
+
+
+@dataclass(slots=True)
+class _Open:
+    handle: SessionHandle
+    last_used: float
+
+
+@dataclass(slots=True)
+class _Running:
+    stream: TurnStream
+    turn: RunningTurn
+    task: asyncio.Task[None]
+
+
+class SessionHub:
+    def __init__(
+        self,
+        agent: Agent,
+        storage: SqlSessionStorage,
+        store: WorkbenchStore,
+        settings: ServerSettings,
+        default_mode: MemoryMode,
+        metrics: Metrics,
+    ) -> None:
+        self._agent = agent
+        self._storage = storage
+        self._leases: SqlSessionLeases = storage.leases()
+        self._store = store
+        self._settings = settings
+        self._default_mode = default_mode
+        self._metrics = metrics
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._open: dict[str, _Open] = {}
+        self._claimed: set[str] = set()  # ledger ids some task of this process is writing
+        self._turns: dict[str, _Running] = {}  # by chat session id
+        self._accepting = True
+        self._reaper: asyncio.Task[None] | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+
+    def begin_shutdown(self) -> None:
+        """Refuse new turns and cancel running ones; their partial answers are stored."""
+        self._accepting = False
+        for running in list(self._turns.values()):
+            running.turn.cancel()
+
+    async def shutdown(self) -> None:
+        self.begin_shutdown()
+        tasks = [running.task for running in self._turns.values()]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._reaper
+
+    @property
+    def open_sessions(self) -> int:
+        return len(self._open)
+
+    def is_running(self, chat_id: str) -> bool:
+        return chat_id in self._turns
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def create(
+        self, owner_id: str, title: str | None, model_id: str | None
+    ) -> ChatSessionRecord:
+        self._require_accepting()
+        handle = await _agent_call(
+            self._agent.new_session(
+                SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
+            )
+        )
+        if self._default_mode is not MemoryMode.EVERY_N_TURNS:
+            await handle.set_memory_mode(self._default_mode)
+        now = datetime.now(UTC)
+        usage = handle.usage()
+        record = ChatSessionRecord(
+            id=handle.session_id,
+            owner_id=owner_id,
+            ledger_session_id=handle.session_id,
+            title=title or UNTITLED_SESSION,
+            model_id=handle.config.pinned.model_id,
+            created_at=now,
+            updated_at=now,
+            message_count=0,
+            memory_mode=memory_mode_name(handle.memory_mode),
+            summary=None,
+            compacted_message_count=0,
+            context_tokens=usage.tokens,
+            context_window_tokens=usage.window,
+            last_compacted_at=None,
+        )
+        await self._store.create_chat_session(record)
+        self._open[handle.session_id] = _Open(handle, time.monotonic())
+        return record
+
+    async def send(self, chat: ChatSessionRecord, blocks: Sequence[ContentBlock]) -> TurnStream:
+        """Refusals (busy, bad input, unknown /skill) are raised before anything is stored."""
+        self._require_accepting()
+        ledger_id = chat.ledger_session_id
+        self._claim(ledger_id)
+        try:
+            await self._acquire_lease(ledger_id)
+            try:
+                handle = await self._handle(ledger_id)
+                options = await turn_options(self._store, chat.owner_id)
+                turn = await _agent_call(handle.send_message(blocks, options=options))
+            except BaseException:
+                await self._leases.release(ledger_id, self.holder)
+                raise
+        except BaseException:
+            self._claimed.discard(ledger_id)
+            raise
+        stream = TurnStream(chat.id, turn.turn_id)
+        task = asyncio.get_running_loop().create_task(self._pump(chat, handle, turn, stream))
+        self._turns[chat.id] = _Running(stream, turn, task)
+        self._metrics.active_streams.inc()
+        return stream
+
+    def stream_of(self, chat_id: str) -> TurnStream | None:
+        running = self._turns.get(chat_id)
+        return running.stream if running else None
+
+    async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
+        holder = await self._leases.holder(chat.ledger_session_id)
+        return holder if holder not in (None, self.holder) else None
+
+    async def cancel(self, chat: ChatSessionRecord) -> None:
+        """Idempotent; reaches a turn running on another process through the lease."""
+        running = self._turns.get(chat.id)
+        if running is not None:
+            running.turn.cancel()
+            return
+        await self._leases.request_cancel(chat.ledger_session_id)
+
+    async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
+        async with self._writing(chat) as handle:
+            before = handle.latest_compaction
+            usage = await _agent_call(handle.compact())
+            return await self._after_compaction(chat, handle, before, usage)
+
+    async def set_mode(self, chat: ChatSessionRecord, mode_name: str) -> ChatSessionRecord:
+        async with self._writing(chat) as handle:
+            before = handle.latest_compaction
+            usage = await _agent_call(handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]))
+            return await self._after_compaction(chat, handle, before, usage)
+
+    async def _after_compaction(
+        self,
+        chat: ChatSessionRecord,
+        handle: SessionHandle,
+        before: CompactionRecord | None,
+        usage: ContextUsage,
+    ) -> ChatSessionRecord:
+        compacted = handle.latest_compaction is not before
+        if compacted:
+            self._metrics.compactions.labels(trigger="manual").inc()
+        return await self._project(chat, handle, usage, compacted=compacted)
+
+    async def clear(self, chat: ChatSessionRecord) -> ChatSessionRecord:
+        """The ledger is append-only, so clearing starts a new ledger for the same chat."""
+        async with self._writing(chat) as old:
+            await self._close(chat.ledger_session_id)
+            await self._delete_ledger(chat.ledger_session_id)
+            handle = await _agent_call(
+                self._agent.new_session(
+                    SessionConfig(
+                        model_id=old.config.pinned.model_id,
+                        memory_namespace=old.config.pinned.memory_namespace,
+                    )
+                )
+            )
+            if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
+                await handle.set_memory_mode(old.memory_mode)
+            self._open[handle.session_id] = _Open(handle, time.monotonic())
+            usage = handle.usage()
+            cleared = replace(
+                chat,
+                ledger_session_id=handle.session_id,
+                updated_at=datetime.now(UTC),
+                message_count=0,
+                summary=None,
+                compacted_message_count=0,
+                context_tokens=usage.tokens,
+                context_window_tokens=usage.window,
+                last_compacted_at=None,
+            )
+            await self._save(cleared)
+            return cleared
+
+    async def delete(self, chat: ChatSessionRecord) -> None:
+        async with self._writing(chat):
+            await self._close(chat.ledger_session_id)
+            await self._delete_ledger(chat.ledger_session_id)
+            await self._store.delete_chat_session(chat.id)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _require_accepting(self) -> None:
+        if not self._accepting:
+            raise ApiError(ApiCode.SERVER_SHUTTING_DOWN)
+
+    def _claim(self, ledger_id: str) -> None:
+        if ledger_id in self._claimed:
+            raise ApiError(ApiCode.TURN_BUSY)
+        self._claimed.add(ledger_id)
+
+    async def _acquire_lease(self, ledger_id: str) -> None:
+        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
+        if holder is not None:
+            raise ApiError(ApiCode.TURN_BUSY, f"in use by server process {holder}")
+
+    @asynccontextmanager
+    async def _writing(self, chat: ChatSessionRecord) -> AsyncIterator[SessionHandle]:
+        """Exclusive use of a session's ledger for one request."""
+        self._require_accepting()
+        ledger_id = chat.ledger_session_id
+        self._claim(ledger_id)
+        try:
+            await self._acquire_lease(ledger_id)
+            try:
+                yield await self._handle(ledger_id)
+            finally:
+                await self._leases.release(ledger_id, self.holder)
+        finally:
+            self._claimed.discard(ledger_id)
+
+    async def _handle(self, ledger_id: str) -> SessionHandle:
+        """The open session, reopened if another process appended since we last saw it."""
+        entry = self._open.get(ledger_id)
+        if entry is not None and await self._storage.last_seq(ledger_id) != entry.handle.last_seq:
+            logger.info("session %s changed on another process; reloading it", ledger_id)
+            await self._close(ledger_id)
+            entry = None
+        if entry is None:
+            handle = await _agent_call(self._agent.resume_session(ledger_id))
+            entry = self._open[ledger_id] = _Open(handle, time.monotonic())
+        entry.last_used = time.monotonic()
+        return entry.handle
+
+    async def _close(self, ledger_id: str) -> None:
+        entry = self._open.pop(ledger_id, None)
+        if entry is None:
+            return
+        try:
+            await entry.handle.close()
+        except AgentError:
+            logger.warning("closing session %s failed", ledger_id, exc_info=True)
+
+    async def _delete_ledger(self, ledger_id: str) -> None:
+        catalog = self._agent.session_catalog()
+        assert catalog is not None  # the workbench always registers a session storage
+        await _agent_call(catalog.delete(ledger_id))
+
+    async def _pump(
+        self, chat: ChatSessionRecord, handle: SessionHandle, turn: RunningTurn, stream: TurnStream
+    ) -> None:
+        started = time.perf_counter()
+        first = True
+        compacted = False
+        keeper = asyncio.get_running_loop().create_task(self._keep_lease(chat, turn))
+        try:
+            async for event in turn.events:
+                data = frame_data(event)
+                if data is None:
+                    continue
+                payload = event.payload
+                if first:
+                    self._metrics.time_to_first_event.observe(time.perf_counter() - started)
+                    first = False
+                if isinstance(payload, ContextCompacted):
+                    compacted = True
+                    self._metrics.compactions.labels(trigger="auto").inc()
+                if isinstance(payload, ErrorEvent) and payload.code == "PROVIDER_ERROR":
+                    self._metrics.provider_errors.inc()
+                if isinstance(payload, TurnComplete):
+                    chat = await self._project(chat, handle, payload.context, compacted=compacted)
+                    data["memory"] = memory_payload(chat)
+                    self._metrics.provider_latency.observe(time.perf_counter() - started)
+                elif payload.type in ("turn_cancelled", "error"):
+                    chat = await self._project(chat, handle, None, compacted=compacted)
+                stream.publish(Frame(event.sequence, payload.type, data))
+            outcome = await turn.join()
+            self._metrics.turns.labels(outcome=outcome.status.value).inc()
+            if outcome.status is OutcomeStatus.PANICKED:
+                logger.error("turn %s panicked: %s", turn.turn_id, outcome.error)
+        except Exception:
+            logger.exception("streaming turn %s failed", turn.turn_id)
+        finally:
+            keeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await keeper
+            stream.close()
+            self._turns.pop(chat.id, None)
+            self._metrics.active_streams.dec()
+            with suppress(Exception):
+                await self._leases.release(chat.ledger_session_id, self.holder)
+            self._claimed.discard(chat.ledger_session_id)
+            entry = self._open.get(chat.ledger_session_id)
+            if entry is not None:
+                entry.last_used = time.monotonic()
+
+    async def _keep_lease(self, chat: ChatSessionRecord, turn: RunningTurn) -> None:
+        while True:
+            await asyncio.sleep(LEASE_POLL_S)
+            try:
+                state = await self._leases.renew(
+                    chat.ledger_session_id, self.holder, self._settings.lease_ttl_s
+                )
+            except AgentError:
+                logger.warning("renewing the lease of %s failed", chat.id, exc_info=True)
+                continue
+            if state is not LeaseState.HELD:
+                logger.info("turn %s of %s: lease %s; cancelling", turn.turn_id, chat.id, state)
+                turn.cancel()
+                return
+
+    async def _project(
+        self,
+        chat: ChatSessionRecord,
+        handle: SessionHandle,
+        usage: ContextUsage | None,
+        *,
+        compacted: bool,
+    ) -> ChatSessionRecord:
+        """Store what lists and the context bar show, so reading a session needs no resume."""
+        usage = usage or handle.usage()
+        summary = handle.summary
+        compaction = handle.latest_compaction
+        now = datetime.now(UTC)
+        title = chat.title
+        if title == UNTITLED_SESSION and summary is not None:
+            title = summary.title
+        projected = replace(
+            chat,
+            title=title,
+            updated_at=now,
+            message_count=summary.message_count if summary else chat.message_count,
+            memory_mode=memory_mode_name(handle.memory_mode),
+            summary=compaction.summary_body if compaction else None,
+            compacted_message_count=compaction.compacted_message_count if compaction else 0,
+            context_tokens=usage.tokens,
+            context_window_tokens=usage.window,
+            last_compacted_at=now if compacted else chat.last_compacted_at,
+        )
+        await self._save(projected)
+        return projected
+
+    async def _save(self, chat: ChatSessionRecord) -> None:
+        projection = SessionProjection(
+            **{f.name: getattr(chat, f.name) for f in fields(SessionProjection)}
+        )
+        await self._store.update_chat_session(chat.id, projection)
+
+    async def _reap_idle(self) -> None:
+        idle_s = self._settings.session_idle_s
+        while True:
+            await asyncio.sleep(min(idle_s / 4, 30.0))
+            cutoff = time.monotonic() - idle_s
+            for ledger_id, entry in list(self._open.items()):
+                if entry.last_used > cutoff or ledger_id in self._claimed:
+                    continue
+                self._claimed.add(ledger_id)
+                try:
+                    holder = await self._leases.acquire(
+                        ledger_id, self.holder, self._settings.lease_ttl_s
+                    )
+                    if holder is None:  # else another process writes it: try next round
+                        await self._close(ledger_id)
+                        await self._leases.release(ledger_id, self.holder)
+                except Exception:
+                    logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
+                finally:
+                    self._claimed.discard(ledger_id)
+
+
+async def _agent_call(call: Awaitable[T]) -> T:
+    """Kernel refusals become API errors with the catalog's code."""
+    try:
+        return await call
+    except AgentError as err:
+        raise from_agent_error(err) from err
+
+
+def memory_payload(chat: ChatSessionRecord) -> dict[str, object]:
+    window = chat.context_window_tokens
+    usage = ContextUsage.of(chat.context_tokens, window, can_compact=False)
+    return {
+        "mode": chat.memory_mode,
+        "summary": chat.summary,
+        "compactedMessageCount": chat.compacted_message_count,
+        "contextTokens": chat.context_tokens,
+        "contextWindowTokens": window,
+        "contextUsagePercent": usage.percent,
+        "canCompact": chat.message_count > chat.compacted_message_count,
+        "lastCompactedAt": chat.last_compacted_at.isoformat() if chat.last_compacted_at else None,
+    }

@@ -1,0 +1,217 @@
+"""``/chat/sessions``: sessions, their history, sending with an SSE answer, re-attaching,
+cancelling, and the session's memory mode and compaction."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
+
+from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
+from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
+from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.history import history
+from youyou.workbench.hub import memory_payload
+from youyou.workbench.routes import SESSION_ERRORS
+from youyou.workbench.schemas import (
+    Envelope,
+    ImageBlockIn,
+    MemoryModeBody,
+    MemoryOut,
+    MessageOut,
+    NewSessionBody,
+    SendBody,
+    SessionOut,
+    SessionPage,
+    TextBlockIn,
+)
+from youyou.workbench.store import ChatSessionRecord, UserRecord
+from youyou.workbench.streams import TurnStream
+
+router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
+
+_SSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "text/event-stream. Frames: `id: <turn-scoped sequence>`, `event: <name>`, one "
+            "`data:` line of JSON. Events: turn_started {turnId, userMessageSeq}, text_delta "
+            "{text}, reasoning_delta {text}, tool_call_start {callId, toolName, arguments}, "
+            "tool_call_end {callId, toolName, output, isError, durationMs}, context_compacted "
+            "{mode, replacesThroughSeq}, turn_complete {usage, memory}, turn_cancelled {}, "
+            "error {code, message}. Lines starting with ':' are keep-alives."
+        ),
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+
+def session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionOut:
+    return SessionOut(
+        id=chat.id,
+        title=chat.title,
+        model_id=chat.model_id,
+        created_at=chat.created_at,
+        updated_at=chat.updated_at,
+        message_count=chat.message_count,
+        memory=MemoryOut.model_validate(memory_payload(chat)),
+        running=wb.hub.is_running(chat.id),
+    )
+
+
+async def owned(wb: WorkbenchDep, user: UserRecord, session_id: str) -> ChatSessionRecord:
+    """404 for an unknown id, 403 for another user's session."""
+    chat = await wb.store.chat_session(session_id)
+    if chat is None:
+        raise ApiError(ApiCode.NOT_FOUND)
+    if chat.owner_id != user.id:
+        raise ApiError(ApiCode.FORBIDDEN)
+    return chat
+
+
+def _blocks(body: SendBody) -> list[ContentBlock]:
+    if isinstance(body.content, str):
+        return [TextBlock(text=body.content)]
+    blocks: list[ContentBlock] = []
+    for block in body.content:
+        if isinstance(block, TextBlockIn):
+            blocks.append(TextBlock(text=block.text))
+        elif isinstance(block, ImageBlockIn):
+            blocks.append(ImageBlock(mime_type=block.mime_type, data_base64=block.data_base64))
+        else:
+            blocks.append(
+                FileContentBlock(
+                    file_name=block.file_name, media_type=block.media_type, text=block.text
+                )
+            )
+    return blocks
+
+
+def _sse(wb: WorkbenchDep, stream: TurnStream, after: int) -> StreamingResponse:
+    return StreamingResponse(
+        stream.follow(after, wb.settings.server.keepalive_s),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("", status_code=201)
+async def create_session(
+    body: NewSessionBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    chat = await wb.hub.create(user.id, body.title or None, body.model_id)
+    return Envelope(data=session_out(wb, chat), request_id=rid)
+
+
+@router.get("")
+async def list_sessions(
+    wb: WorkbenchDep,
+    user: UserDep,
+    rid: RequestIdDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    q: Annotated[str | None, Query(max_length=200)] = None,
+) -> Envelope[SessionPage]:
+    """Newest first; ``q`` matches an id prefix or a title containing it."""
+    try:
+        items, next_cursor = await wb.store.list_chat_sessions(
+            user.id, limit=limit, cursor=cursor or None, query=(q or "").strip() or None
+        )
+    except ValueError:
+        raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "cursor") from None
+    page = SessionPage(items=[session_out(wb, c) for c in items], next_cursor=next_cursor)
+    return Envelope(data=page, request_id=rid)
+
+
+@router.get("/{session_id}")
+async def get_session(
+    session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    return Envelope(data=session_out(wb, await owned(wb, user, session_id)), request_id=rid)
+
+
+@router.delete("/{session_id}", status_code=204, response_class=Response)
+async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Response:
+    await wb.hub.delete(await owned(wb, user, session_id))
+    return Response(status_code=204)
+
+
+@router.get("/{session_id}/messages")
+async def get_messages(
+    session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[list[MessageOut]]:
+    """The full history: compacted messages too (marked ``compacted``)."""
+    chat = await owned(wb, user, session_id)
+    events = await wb.built.session_storage.load_events(chat.ledger_session_id)
+    return Envelope(data=history(events), request_id=rid)
+
+
+@router.delete("/{session_id}/messages")
+async def clear_messages(
+    session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """Clears the history and resets summary, boundary and token usage."""
+    chat = await wb.hub.clear(await owned(wb, user, session_id))
+    return Envelope(data=session_out(wb, chat), request_id=rid)
+
+
+@router.post("/{session_id}/messages", response_class=StreamingResponse, responses=_SSE)
+async def send_message(
+    session_id: str, body: SendBody, wb: WorkbenchDep, user: UserDep
+) -> StreamingResponse:
+    """Streams the answer. Leaving the stream does not cancel the turn; only
+    ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
+    an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
+    chat = await owned(wb, user, session_id)
+    stream = await wb.hub.send(chat, _blocks(body))
+    return _sse(wb, stream, 0)
+
+
+@router.get(
+    "/{session_id}/stream",
+    response_class=StreamingResponse,
+    responses={**_SSE, 204: {"description": "No turn is running: read the history."}},
+)
+async def reattach(
+    session_id: str,
+    wb: WorkbenchDep,
+    user: UserDep,
+    last_event_id: Annotated[int, Header(ge=0)] = 0,
+) -> Response:
+    """Re-attach to the running turn: the frames after ``Last-Event-ID``."""
+    chat = await owned(wb, user, session_id)
+    stream = wb.hub.stream_of(chat.id)
+    if stream is not None:
+        return _sse(wb, stream, last_event_id)
+    holder = await wb.hub.running_elsewhere(chat)
+    if holder is not None:
+        raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on server process {holder}")
+    return Response(status_code=204)
+
+
+@router.post("/{session_id}/cancel")
+async def cancel(
+    session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """Idempotent: 200 even when no turn is running."""
+    chat = await owned(wb, user, session_id)
+    await wb.hub.cancel(chat)
+    return Envelope(data=session_out(wb, chat), request_id=rid)
+
+
+@router.put("/{session_id}/memory")
+async def set_memory_mode(
+    session_id: str, body: MemoryModeBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """Switching to ``manual`` compacts the uncompacted history at once."""
+    chat = await wb.hub.set_mode(await owned(wb, user, session_id), body.mode)
+    return Envelope(data=session_out(wb, chat), request_id=rid)
+
+
+@router.post("/{session_id}/memory:compact")
+async def compact(
+    session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """Compacts every uncompacted message now, in any mode."""
+    chat = await wb.hub.compact(await owned(wb, user, session_id))
+    return Envelope(data=session_out(wb, chat), request_id=rid)

@@ -1,0 +1,228 @@
+"""HTTP payloads: camelCase JSON, unknown fields refused, every response in one envelope."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+T = TypeVar("T")
+
+MAX_PROMPT_LABEL = 160
+MAX_PROMPT_CONTENT = 12_000
+MemoryModeName = Literal["every_30_turns", "context_70_percent", "manual"]
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class Envelope(ApiModel, Generic[T]):
+    data: T
+    request_id: str
+
+
+class ErrorBody(ApiModel):
+    code: str
+    message: str
+
+
+class ErrorEnvelope(ApiModel):
+    error: ErrorBody
+    request_id: str
+
+
+# -- auth --------------------------------------------------------------------------------------
+
+Username = Annotated[
+    str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
+]
+Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+
+
+class Credentials(ApiModel):
+    username: Username
+    password: Password
+
+
+class LoginBody(ApiModel):
+    """Login checks the stored hash only: length rules apply at registration."""
+
+    username: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class UserOut(ApiModel):
+    id: str
+    username: str
+    created_at: datetime
+
+
+class LoginOut(ApiModel):
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_at: datetime
+    user: UserOut
+
+
+# -- prompts, skills, configuration -----------------------------------------------------------
+
+Label = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_PROMPT_LABEL)
+]
+PromptText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_PROMPT_CONTENT)
+]
+
+
+class PromptBody(ApiModel):
+    label: Label
+    content: PromptText
+
+
+class PromptOut(ApiModel):
+    id: str
+    label: str
+    content: str
+    is_default: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class SkillOut(ApiModel):
+    id: str
+    filename: str
+    name: str
+    description: str
+    label: str
+    content_preview: str
+    size_bytes: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class Selection(ApiModel):
+    system_prompt_id: str
+    skill_ids: list[str]
+
+
+class SelectionBody(ApiModel):
+    system_prompt_id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    skill_ids: Annotated[
+        list[Annotated[str, StringConstraints(max_length=64)]], Field(max_length=200)
+    ]
+
+
+class ConfigurationOut(ApiModel):
+    prompts: list[PromptOut]
+    skills: list[SkillOut]
+    selection: Selection
+
+
+class ModelOut(ApiModel):
+    id: str
+    display_name: str
+    context_window: int
+    capabilities: list[str]
+
+
+# -- sessions and messages ----------------------------------------------------------------------
+
+
+class MemoryOut(ApiModel):
+    mode: MemoryModeName
+    summary: str | None
+    compacted_message_count: int
+    context_tokens: int
+    context_window_tokens: int
+    context_usage_percent: float
+    can_compact: bool
+    last_compacted_at: datetime | None
+
+
+class SessionOut(ApiModel):
+    id: str
+    title: str
+    model_id: str
+    created_at: datetime
+    updated_at: datetime
+    message_count: int
+    memory: MemoryOut
+    running: bool = False
+
+
+class SessionPage(ApiModel):
+    items: list[SessionOut]
+    next_cursor: str | None
+
+
+class NewSessionBody(ApiModel):
+    title: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
+    model_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class MemoryModeBody(ApiModel):
+    mode: MemoryModeName
+
+
+class TextBlockIn(ApiModel):
+    type: Literal["text"]
+    text: str
+
+
+class ImageBlockIn(ApiModel):
+    type: Literal["image"]
+    mime_type: str
+    data_base64: str
+
+
+class FileBlockIn(ApiModel):
+    type: Literal["file"]
+    file_name: str | None = None
+    media_type: str | None = None
+    text: str
+
+
+BlockIn = Annotated[TextBlockIn | ImageBlockIn | FileBlockIn, Field(discriminator="type")]
+
+
+class SendBody(ApiModel):
+    content: (
+        Annotated[str, StringConstraints(min_length=1)]
+        | Annotated[list[BlockIn], Field(min_length=1, max_length=50)]
+    )
+
+
+class ToolCallOut(ApiModel):
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    output: str | None
+    is_error: bool | None
+
+
+class MessageOut(ApiModel):
+    seq: int
+    id: str
+    role: Literal["user", "assistant", "system"]
+    content: list[dict[str, Any]]
+    status: Literal["complete", "incomplete"]
+    tool_calls: list[ToolCallOut]
+    created_at: datetime
+    compacted: bool
+
+
+class MemoryItemOut(ApiModel):
+    id: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    source_session_id: str | None
+
+
+class Health(ApiModel):
+    status: Literal["ok"]

@@ -1,0 +1,193 @@
+"""``youyou serve``: check the configuration, migrate once, then run uvicorn (one or more
+worker processes) with logs that carry the request id."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import uvicorn
+import uvicorn.supervisors
+from fastapi import FastAPI
+from sqlalchemy.engine import make_url
+
+from youyou.adapters.settings import ProviderType, Settings, load_settings
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.workbench.context import RequestIdFilter
+from youyou.workbench.store import WorkbenchStore
+
+LogFormat = Literal["text", "json"]
+# Workers are separate processes started by uvicorn: they read their settings from these.
+_CONFIG_ENV = "YOUYOU_SERVE_CONFIG"
+_LOG_ENV = "YOUYOU_SERVE_LOG_FORMAT"
+# An SSE stream still open at shutdown is given this long after its turn was cancelled.
+GRACEFUL_SHUTDOWN_S = 10
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    config: Path | None
+    host: str | None
+    port: int | None
+    workers: int | None
+    log_format: LogFormat = "text"
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", "-"),
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def setup_server_logging(log_format: LogFormat) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(
+        JsonFormatter()
+        if log_format == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
+
+
+def resolved_settings(options: ServeOptions) -> Settings:
+    settings = load_settings(options.config)
+    overrides = {
+        key: value
+        for key, value in (
+            ("host", options.host),
+            ("port", options.port),
+            ("workers", options.workers),
+        )
+        if value is not None
+    }
+    if not overrides:
+        return settings
+    server = settings.server.model_validate({**settings.server.model_dump(), **overrides})
+    return settings.model_copy(update={"server": server})
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def uses_demo_model(settings: Settings) -> bool:
+    return all(
+        p.type is ProviderType.SCRIPTED and p.script_path is None for p in settings.providers
+    )
+
+
+async def _migrate(url: str) -> None:
+    """Once, before any worker starts, so a schema problem is one clear error."""
+    storage = await SqlSessionStorage.open(url)
+    await storage.close()
+    store = await WorkbenchStore.open(url)
+    await store.close()
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's factory in each worker process."""
+    from youyou.workbench.app import create_app
+
+    log_format: LogFormat = "json" if os.environ.get(_LOG_ENV) == "json" else "text"
+    setup_server_logging(log_format)
+    config = os.environ.get(_CONFIG_ENV) or None
+    options = ServeOptions(Path(config) if config else None, None, None, None, log_format)
+    return create_app(resolved_settings(options))
+
+
+def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
+    """``say`` prints the start-up lines (the URL, warnings)."""
+    settings = resolved_settings(options)
+    server = settings.server
+    url = make_url(settings.database.url)
+    if server.workers > 1 and url.get_backend_name() == "sqlite":
+        say(
+            "error: --workers > 1 needs PostgreSQL: SQLite has one writer per file, so "
+            "several server processes cannot share it. Set [database] url or "
+            "YOUYOU_DATABASE_URL to a postgresql:// URL, or run one worker."
+        )
+        return 2
+    asyncio.run(_migrate(settings.database.url))
+    if not is_loopback(server.host):
+        say(
+            f"warning: listening on {server.host}, reachable from other machines; put TLS "
+            "in front of it and keep registration off unless you mean it."
+        )
+    if uses_demo_model(settings):
+        say(
+            "note: using the offline demo model. To use a real model, add [[providers]] to "
+            "youyou.toml and start with --config PATH (see the README's 'Using real models')."
+        )
+    say(f"database: {url.render_as_string(hide_password=True)}")
+    say(f"YouYou workbench on http://{_url_host(server.host)}:{server.port}  (Ctrl+C stops it)")
+    os.environ[_CONFIG_ENV] = str(options.config.resolve()) if options.config else ""
+    os.environ[_LOG_ENV] = options.log_format
+    setup_server_logging(options.log_format)
+    config = uvicorn.Config(
+        "youyou.workbench.server:app_from_environment",
+        factory=True,
+        host=server.host,
+        port=server.port,
+        workers=server.workers,
+        log_config=None,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        proxy_headers=False,
+    )
+    if server.workers > 1:
+        sock = config.bind_socket()
+        uvicorn.supervisors.Multiprocess(config, sockets=[sock]).run()
+    else:
+        _QuietServer(config).run()
+    return 0
+
+
+class _QuietServer(uvicorn.Server):
+    """A stop signal is the normal way to end a server: after the graceful shutdown it exits
+    0 instead of re-raising the signal (uvicorn's default, which exits -15)."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

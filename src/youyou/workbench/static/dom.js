@@ -1,0 +1,108 @@
+// Building the page with DOM calls only: text always goes in through textContent or text
+// nodes, so nothing a model, a tool or a user wrote is ever parsed as HTML.
+
+import { t } from "./i18n.js";
+
+const PROPERTIES = new Set(["value", "checked", "disabled", "hidden", "open", "selected", "multiple"]);
+
+/** h("button", {class: "x", onclick: fn, "aria-label": "Stop"}, "text", child, [more]) */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2).toLowerCase(), value);
+    } else if (PROPERTIES.has(key)) el[key] = value;
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(parent, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return parent;
+}
+
+export function clear(el) {
+  el.replaceChildren();
+  return el;
+}
+
+/** Announcements for screen readers and eyes: errors stay until dismissed, others fade. */
+export function notify(message, kind = "info") {
+  const region = document.getElementById("toasts");
+  const toast = h(
+    "div",
+    { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status" },
+    h("span", {}, message),
+    h("button", { class: "ghost", "aria-label": t("dismiss"), onclick: () => toast.remove() }, "×"),
+  );
+  region.append(toast);
+  if (kind !== "error") setTimeout(() => toast.remove(), 4000);
+}
+
+/** A modal dialog; resolves with the value of the button pressed (null on Esc). The last
+ * button is the form's submit button, so Enter in a field presses it. */
+export function modal(title, body, buttons) {
+  return new Promise((resolve) => {
+    const form = h("form", { method: "dialog" });
+    const dialog = h("dialog", { "aria-label": title, class: "modal" }, form);
+    const close = (value) => {
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      close(null);
+    });
+    const last = buttons.length - 1;
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      close(buttons[last].value);
+    });
+    append(form, [
+      h("h2", {}, title),
+      body,
+      h(
+        "div",
+        { class: "actions" },
+        buttons.map((b, i) =>
+          i === last
+            ? h("button", { class: b.class || "", type: "submit" }, b.label)
+            : h("button", { class: b.class || "", type: "button", onclick: () => close(b.value) }, b.label),
+        ),
+      ),
+    ]);
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
+export async function confirmAction(title, message, action) {
+  const body = h("p", {}, message);
+  const answer = await modal(title, body, [
+    { label: t("cancel"), value: false },
+    { label: action, value: true, class: "danger" },
+  ]);
+  return answer === true;
+}
+
+export function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+export function formatTime(iso) {
+  return new Date(iso).toLocaleString(document.documentElement.lang || undefined, {
+    dateStyle: "short",
+    timeStyle: "short",
+  });
+}

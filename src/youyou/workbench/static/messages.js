@@ -1,0 +1,215 @@
+// One conversation's messages: user messages with their attachments, and assistant answers
+// built from text, collapsed reasoning and tool call cards, either from the stored history or
+// live from the stream of a running turn.
+
+import { formatTime, h } from "./dom.js";
+import { t } from "./i18n.js";
+import { renderMarkdown } from "./markdown.js";
+
+export const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const RENDER_DELAY_MS = 30;
+
+function meta(el, { seq, compacted, createdAt }) {
+  if (seq !== undefined && seq !== null) el.dataset.seq = String(seq);
+  if (createdAt) el.title = formatTime(createdAt);
+  if (compacted) markCompacted(el);
+}
+
+/** Marks a message as part of the compacted history (it stays readable). */
+export function markCompacted(article) {
+  if (article.classList.contains("compacted")) return;
+  article.classList.add("compacted");
+  article.querySelector(".msg-head").append(h("span", { class: "badge muted" }, t("compacted")));
+}
+
+function fileBlock(block) {
+  const name = block.fileName || t("attachedText");
+  return h(
+    "details",
+    { class: "file-block" },
+    h("summary", {}, `📎 ${name}`),
+    h("pre", {}, block.text),
+  );
+}
+
+function imageBlock(block) {
+  if (!IMAGE_TYPES.includes(block.mimeType)) return h("span", { class: "badge" }, block.mimeType);
+  return h("img", {
+    class: "thumb",
+    alt: t("attachedImage"),
+    src: `data:${block.mimeType};base64,${block.dataBase64}`,
+  });
+}
+
+/** A user message; `content` is the text sent or the list of content blocks. */
+export function userMessage(content, info = {}) {
+  const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
+  const body = h("div", { class: "msg-body" });
+  const files = h("div", { class: "msg-files" });
+  for (const block of blocks) {
+    if (block.type === "text") body.append(h("p", { class: "plain" }, block.text));
+    else if (block.type === "image") files.append(imageBlock(block));
+    else if (block.type === "file") files.append(fileBlock(block));
+  }
+  const article = h(
+    "article",
+    { class: "msg user", "aria-label": t("yourMessage") },
+    h("div", { class: "msg-head" }, h("span", { class: "who" }, t("you"))),
+    body,
+    files.childElementCount ? files : null,
+  );
+  meta(article, info);
+  return article;
+}
+
+/** A system message kept in the history (shown small; it is not part of the dialogue). */
+export function systemMessage(content, info = {}) {
+  const text = content.map((block) => block.text || "").join("\n");
+  const article = h(
+    "article",
+    { class: "msg system", "aria-label": t("systemMessage") },
+    h("div", { class: "msg-head" }, h("span", { class: "who" }, t("system"))),
+    h("div", { class: "msg-body" }, h("p", { class: "plain" }, text)),
+  );
+  meta(article, info);
+  return article;
+}
+
+function toolOutput(toolName, output) {
+  // The load_skill card shows only its first line: the whole skill is in the ledger.
+  return toolName === "load_skill" ? output.split("\n", 1)[0] : output;
+}
+
+/** An assistant answer: text segments, reasoning and tool cards in the order they came. */
+export class Answer {
+  constructor(info = {}) {
+    this.head = h("div", { class: "msg-head" }, h("span", { class: "who" }, t("assistant")));
+    this.body = h("div", { class: "msg-body" });
+    this.el = h("article", { class: "msg assistant", "aria-label": t("assistantMessage") }, this.head, this.body);
+    meta(this.el, info);
+    this.segment = null;
+    this.reasoningEl = null;
+    this.tools = new Map();
+    this.timer = null;
+  }
+
+  /** Appends streamed text to the current text segment; renders at most every 30 ms. */
+  text(delta) {
+    if (!this.segment) {
+      this.segment = { el: h("div", { class: "markdown" }), text: "" };
+      this.body.append(this.segment.el);
+    }
+    this.segment.text += delta;
+    this.timer ??= setTimeout(() => this.flush(), RENDER_DELAY_MS);
+  }
+
+  /** A stored text block: its own segment, rendered at once. */
+  storedText(text) {
+    this.segment = null;
+    this.text(text);
+    this.flush();
+  }
+
+  flush() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.segment) this.segment.el.replaceChildren(renderMarkdown(this.segment.text));
+  }
+
+  reasoning(delta) {
+    if (!this.reasoningEl) {
+      const text = h("div", { class: "reasoning-text" });
+      this.reasoningEl = h("details", { class: "reasoning" }, h("summary", {}, t("reasoning")), text);
+      this.body.insertBefore(this.reasoningEl, this.segment ? this.segment.el : null);
+    }
+    this.reasoningEl.lastChild.append(delta);
+  }
+
+  toolStart({ callId, toolName, arguments: args }) {
+    this.flush();
+    this.segment = null; // text after the call is a new segment below the card
+    const state = h("span", { class: "tool-state running" }, t("toolRunning"));
+    const output = h("pre", { class: "tool-output" });
+    const card = h(
+      "details",
+      { class: "tool", "aria-label": t("toolCall", { name: toolName }) },
+      h("summary", {}, h("span", { class: "tool-name" }, toolName), state),
+      h(
+        "div",
+        { class: "tool-body" },
+        h("div", { class: "tool-label" }, t("arguments")),
+        h("pre", {}, JSON.stringify(args ?? {}, null, 2)),
+        h("div", { class: "tool-label" }, t("output")),
+        output,
+      ),
+    );
+    this.body.append(card);
+    this.tools.set(callId, { card, state, output });
+  }
+
+  toolEnd({ callId, toolName, output, isError, durationMs }) {
+    let tool = this.tools.get(callId);
+    if (!tool) {
+      this.toolStart({ callId, toolName, arguments: {} });
+      tool = this.tools.get(callId);
+    }
+    tool.output.textContent = output === null || output === undefined ? "" : toolOutput(toolName, output);
+    const parts = [isError ? t("toolFailed") : t("toolDone")];
+    if (durationMs !== undefined && durationMs !== null) parts.push(t("duration", { ms: Math.round(durationMs) }));
+    tool.state.textContent = parts.join(" · ");
+    tool.state.className = `tool-state ${isError ? "error" : "done"}`;
+  }
+
+  /** A call from the history: arguments and output, no duration. */
+  storedCall(call) {
+    this.toolStart(call);
+    if (call.output !== null && call.output !== undefined) this.toolEnd(call);
+    else this.tools.get(call.callId).state.textContent = t("toolNoResult");
+  }
+
+  /** Stops the live look; a running tool card that never ended says so. */
+  finish() {
+    this.flush();
+    this.el.classList.remove("streaming");
+    for (const { state } of this.tools.values()) {
+      if (state.classList.contains("running")) {
+        state.textContent = t("toolNoResult");
+        state.className = "tool-state";
+      }
+    }
+  }
+
+  incomplete() {
+    if (this.el.classList.contains("incomplete")) return;
+    this.el.classList.add("incomplete");
+    this.el.setAttribute("aria-label", t("assistantIncomplete"));
+    this.head.append(h("span", { class: "badge warn" }, t("incomplete")));
+  }
+
+  error(message) {
+    this.body.append(h("p", { class: "msg-error", role: "alert" }, message));
+  }
+}
+
+/** The assistant answers of one turn form one Answer; each stored message adds to it. */
+export function addStoredAssistant(answer, message) {
+  for (const block of message.content) {
+    if (block.type === "text") answer.storedText(block.text);
+  }
+  for (const call of message.toolCalls) answer.storedCall(call);
+  if (message.status === "incomplete") answer.incomplete();
+}
+
+/** The summary that replaced the compacted messages, expandable, after the last of them. */
+export function summaryNote(memory) {
+  return h(
+    "div",
+    { class: "compacted-note", role: "note" },
+    h(
+      "details",
+      {},
+      h("summary", {}, t("compactedSummary", { count: memory.compactedMessageCount })),
+      h("div", { class: "markdown" }, renderMarkdown(memory.summary)),
+    ),
+  );
+}

@@ -1,0 +1,178 @@
+// The session list: newest first, searched by title or id prefix, loaded page by page by
+// cursor as the list scrolls; and the new-session dialog with its model picker.
+
+import { api } from "./api.js";
+import { formatTime, h, modal, notify } from "./dom.js";
+import { t } from "./i18n.js";
+
+const PAGE_SIZE = 20;
+const SEARCH_DELAY_MS = 250;
+
+let modelsCache = null;
+
+/** The server's models (GET /chat/models), fetched once per page load. */
+export async function models() {
+  modelsCache ??= api("GET", "/chat/models").catch((error) => {
+    modelsCache = null;
+    throw error;
+  });
+  return modelsCache;
+}
+
+export class SessionList {
+  constructor() {
+    this.activeId = null;
+    this.cursor = null;
+    this.loading = false;
+    this.generation = 0;
+    this.search = h("input", {
+      type: "search",
+      class: "search",
+      "aria-label": t("searchSessions"),
+      placeholder: t("searchPlaceholder"),
+      oninput: () => {
+        clearTimeout(this.searchTimer);
+        this.searchTimer = setTimeout(() => this.reload(), SEARCH_DELAY_MS);
+      },
+    });
+    this.list = h("ul", { class: "session-list", "aria-label": t("sessions") });
+    this.sentinel = h("li", { class: "sentinel", "aria-hidden": "true" });
+    this.status = h("p", { class: "list-status muted", role: "status" });
+    this.scroller = h("div", { class: "session-scroll" }, this.list, this.status);
+    this.el = h(
+      "aside",
+      { class: "sidebar", "aria-label": t("sessions") },
+      h("button", { type: "button", class: "primary wide", onclick: () => newSession() }, t("newSession")),
+      this.search,
+      this.scroller,
+    );
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((e) => e.isIntersecting)) this.more();
+      },
+      { root: this.scroller, rootMargin: "120px" },
+    );
+  }
+
+  focusSearch() {
+    this.search.focus();
+    this.search.select();
+  }
+
+  setActive(id) {
+    this.activeId = id;
+    for (const link of this.list.querySelectorAll("a")) {
+      if (link.dataset.id === id) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
+  async reload() {
+    this.generation++;
+    this.cursor = null;
+    this.list.replaceChildren();
+    this.loading = false;
+    await this.page();
+  }
+
+  more() {
+    if (this.cursor && !this.loading) this.page();
+  }
+
+  async page() {
+    const generation = this.generation;
+    this.loading = true;
+    this.status.textContent = t("loading");
+    const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (this.cursor) query.set("cursor", this.cursor);
+    const q = this.search.value.trim();
+    if (q) query.set("q", q);
+    let page;
+    try {
+      page = await api("GET", `/chat/sessions?${query}`);
+    } catch (error) {
+      if (generation === this.generation) {
+        this.loading = false;
+        this.status.textContent = error.message;
+      }
+      return;
+    }
+    if (generation !== this.generation) return;
+    this.sentinel.remove();
+    for (const session of page.items) this.list.append(this.item(session));
+    this.cursor = page.nextCursor;
+    this.loading = false;
+    if (this.cursor) {
+      this.list.append(this.sentinel);
+      this.observer.observe(this.sentinel);
+    }
+    const empty = this.list.childElementCount === 0;
+    this.status.textContent = empty ? (q ? t("noMatches") : t("noSessions")) : "";
+  }
+
+  item(session) {
+    const link = h(
+      "a",
+      { href: `#/chat/${session.id}`, dataset: { id: session.id } },
+      h("span", { class: "session-title" }, session.title),
+      h(
+        "span",
+        { class: "session-meta muted" },
+        session.running ? h("span", { class: "dot", title: t("running") }) : null,
+        formatTime(session.updatedAt),
+      ),
+    );
+    if (session.id === this.activeId) link.setAttribute("aria-current", "page");
+    return h("li", {}, link);
+  }
+
+  /** Shows a session's new state; `toTop` moves it first (it just changed). */
+  upsert(session, toTop) {
+    const old = this.list.querySelector(`a[data-id="${CSS.escape(session.id)}"]`)?.parentElement;
+    const item = this.item(session);
+    if (old && !toTop) old.replaceWith(item);
+    else {
+      old?.remove();
+      this.list.prepend(item);
+    }
+    this.status.textContent = "";
+  }
+}
+
+/** Asks for a title and a model, creates the session and opens it. */
+export async function newSession() {
+  let available;
+  try {
+    available = await models();
+  } catch (error) {
+    notify(error.message, "error");
+    return;
+  }
+  const title = h("input", { type: "text", maxlength: 200, placeholder: t("untitled") });
+  const model = h(
+    "select",
+    {},
+    available.map((m) => h("option", { value: m.id }, `${m.displayName} (${Math.round(m.contextWindow / 1000)}k)`)),
+  );
+  const body = h(
+    "div",
+    { class: "form" },
+    h("label", {}, t("title"), title),
+    h("label", {}, t("model"), model),
+  );
+  setTimeout(() => title.focus());
+  const ok = await modal(t("newSession"), body, [
+    { label: t("cancel"), value: false },
+    { label: t("create"), value: true, class: "primary" },
+  ]);
+  if (!ok) return;
+  try {
+    const session = await api("POST", "/chat/sessions", {
+      title: title.value.trim() || null,
+      modelId: model.value || null,
+    });
+    location.hash = `#/chat/${session.id}`;
+  } catch (error) {
+    notify(error.message, "error");
+  }
+}

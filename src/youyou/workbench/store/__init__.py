@@ -1,0 +1,26 @@
+"""The workbench's persistence: users, tokens, prompts, skills, selections, chat sessions."""
+
+from youyou.workbench.store.records import (
+    ChatSessionRecord,
+    PromptRecord,
+    SelectionRecord,
+    SessionProjection,
+    SkillNameTaken,
+    SkillRecord,
+    UsernameTaken,
+    UserRecord,
+)
+from youyou.workbench.store.repository import WorkbenchStore, migrate_workbench
+
+__all__ = [
+    "ChatSessionRecord",
+    "PromptRecord",
+    "SelectionRecord",
+    "SessionProjection",
+    "SkillNameTaken",
+    "SkillRecord",
+    "UserRecord",
+    "UsernameTaken",
+    "WorkbenchStore",
+    "migrate_workbench",
+]

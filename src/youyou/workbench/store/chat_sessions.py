@@ -1,0 +1,104 @@
+"""The workbench's index of chat sessions: owner, model and a projection of the kernel ledger.
+
+Listed newest first by ``(updated_at, id)`` descending with the kernel catalog's opaque
+keyset cursor, so a page never repeats or skips a session while others are being added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, or_, select, tuple_, update
+
+from youyou.adapters.storage.catalog import (
+    SortKey,
+    decode_cursor,
+    encode_cursor,
+    fold,
+    prefix_upper_bound,
+)
+from youyou.domain.errors import AgentError
+from youyou.workbench.store.base import StoreBase, columns_of
+from youyou.workbench.store.records import ChatSessionRecord, SessionProjection
+from youyou.workbench.store.tables import chat_sessions
+
+_CHAT = columns_of(chat_sessions, ChatSessionRecord)
+
+
+class ChatSessionQueries(StoreBase):
+    async def create_chat_session(self, record: ChatSessionRecord) -> None:
+        async with self._transaction("creating a chat session", write=True) as conn:
+            await conn.execute(chat_sessions.insert().values(_row(record)))
+
+    async def chat_session(self, session_id: str) -> ChatSessionRecord | None:
+        """Not scoped by owner: the caller tells "someone else's" (403) from "unknown" (404)."""
+        query = select(*_CHAT).where(chat_sessions.c.id == session_id)
+        async with self._transaction("loading a chat session") as conn:
+            row = (await conn.execute(query)).one_or_none()
+        return None if row is None else ChatSessionRecord(*row)
+
+    async def list_chat_sessions(
+        self, owner_id: str, *, limit: int, cursor: str | None, query: str | None
+    ) -> tuple[list[ChatSessionRecord], str | None]:
+        """One page and the cursor of the next (None on the last page).
+
+        ``query`` keeps sessions whose id starts with it (exactly) or whose title contains it
+        (case-insensitively). Raises ValueError for a limit below 1 or a malformed cursor.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        stmt = (
+            select(*_CHAT)
+            .where(chat_sessions.c.owner_id == owner_id)
+            .order_by(chat_sessions.c.updated_at.desc(), chat_sessions.c.id.desc())
+            .limit(limit + 1)
+        )
+        if cursor is not None:
+            after = _decode(cursor)
+            key = tuple_(chat_sessions.c.updated_at, chat_sessions.c.id)
+            stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
+        if query:
+            stmt = stmt.where(
+                or_(
+                    _id_starts_with(query),
+                    chat_sessions.c.title_folded.contains(fold(query), autoescape=True),
+                )
+            )
+        async with self._transaction("listing chat sessions") as conn:
+            rows = (await conn.execute(stmt)).all()
+        page = [ChatSessionRecord(*row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return page, encode_cursor(SortKey(page[-1].updated_at, page[-1].id)) if more else None
+
+    async def update_chat_session(self, session_id: str, projection: SessionProjection) -> bool:
+        """Replace the projection; False if there is no such session."""
+        stmt = (
+            update(chat_sessions).where(chat_sessions.c.id == session_id).values(_row(projection))
+        )
+        async with self._transaction("updating a chat session", write=True) as conn:
+            return bool((await conn.execute(stmt)).rowcount)
+
+    async def delete_chat_session(self, session_id: str) -> bool:
+        stmt = delete(chat_sessions).where(chat_sessions.c.id == session_id)
+        async with self._transaction("deleting a chat session", write=True) as conn:
+            return bool((await conn.execute(stmt)).rowcount)
+
+
+def _row(fields: ChatSessionRecord | SessionProjection) -> dict[str, Any]:
+    """The columns of ``fields``, with the folded title that search matches."""
+    return {**asdict(fields), "title_folded": fold(fields.title)}
+
+
+def _decode(cursor: str) -> SortKey:
+    try:
+        return decode_cursor(cursor)
+    except AgentError as exc:
+        raise ValueError("malformed chat session cursor") from exc
+
+
+def _id_starts_with(prefix: str) -> ColumnElement[bool]:
+    """A range on the id (code point order on both databases: no LIKE, no escaping)."""
+    bound = prefix_upper_bound(prefix)
+    at_least = chat_sessions.c.id >= prefix
+    return at_least if bound is None else and_(at_least, chat_sessions.c.id < bound)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the workbench schema (run by ``WorkbenchStore.open``)."""

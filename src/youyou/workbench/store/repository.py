@@ -1,0 +1,43 @@
+"""``WorkbenchStore``: the workbench's tables, next to the kernel's ledger in one database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from youyou.adapters.storage.engine import create_engine, migrate
+from youyou.workbench.store.assets import AssetQueries
+from youyou.workbench.store.chat_sessions import ChatSessionQueries
+from youyou.workbench.store.users import UserTokenQueries
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+# The workbench chain's own advisory lock: it migrates independently of the kernel's chain.
+LOCK_KEY = "youyou.workbench"
+
+
+async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None:
+    await migrate(engine, revision, script_location=MIGRATIONS, lock_key=LOCK_KEY)
+
+
+class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries):
+    """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
+
+    @classmethod
+    async def open(cls, url: str) -> WorkbenchStore:
+        engine = create_engine(url)
+        try:
+            await migrate_workbench(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(engine)
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    async def ping(self) -> None:
+        """Readiness: raises STORAGE_ERROR when the database does not answer."""
+        async with self._transaction("pinging the database") as conn:
+            await conn.execute(select(1))

@@ -1,0 +1,138 @@
+"""The workbench's relational schema, beside the kernel's ledger in the same database.
+
+It has its own MetaData and its own Alembic chain (``migrations/``, version table
+``VERSION_TABLE``), so the kernel's schema and this one evolve independently. The migrations
+create exactly this schema; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from youyou.adapters.storage.tables import UtcDateTime
+
+VERSION_TABLE = "youyou_workbench_alembic_version"
+
+
+def chat_session_id_type() -> String:
+    """Code point order on both databases, so an id-prefix search is a plain range."""
+    return String(64).with_variant(String(64, collation="C"), "postgresql")
+
+
+def owner_column(table: str) -> Column[str]:
+    """The owning user; an account's rows go with it."""
+    return Column(
+        "owner_id",
+        String(64),
+        ForeignKey("wb_users.id", ondelete="CASCADE", name=f"fk_{table}_owner"),
+        nullable=False,
+    )
+
+
+metadata = MetaData()
+
+users = Table(
+    "wb_users",
+    metadata,
+    Column("id", String(64), nullable=False),
+    Column("username", String(255), nullable=False),  # as the user typed it
+    Column("username_folded", String(255), nullable=False),  # what uniqueness and sign-in match
+    Column("password_hash", String(255), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_users"),
+    UniqueConstraint("username_folded", name="uq_wb_users_username_folded"),
+)
+
+tokens = Table(
+    "wb_tokens",
+    metadata,
+    Column("token_hash", String(128), nullable=False),
+    Column(
+        "user_id",
+        String(64),
+        ForeignKey("wb_users.id", ondelete="CASCADE", name="fk_wb_tokens_user"),
+        nullable=False,
+    ),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("revoked_at", UtcDateTime, nullable=True),
+    PrimaryKeyConstraint("token_hash", name="pk_wb_tokens"),
+    Index("ix_wb_tokens_user", "user_id"),
+)
+
+prompts = Table(
+    "wb_prompts",
+    metadata,
+    Column("id", String(64), nullable=False),
+    owner_column("wb_prompts"),
+    Column("label", String(160), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("is_default", Boolean, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_prompts"),
+    Index("ix_wb_prompts_owner", "owner_id"),
+)
+
+skills = Table(
+    "wb_skills",
+    metadata,
+    Column("id", String(64), nullable=False),
+    owner_column("wb_skills"),
+    Column("filename", String(255), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("size_bytes", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_skills"),
+    # also serves "the owner's skills" lookups (owner_id leads)
+    UniqueConstraint("owner_id", "name", name="uq_wb_skills_owner_name"),
+)
+
+selections = Table(
+    "wb_selections",
+    metadata,
+    owner_column("wb_selections"),
+    Column("system_prompt_id", String(64), nullable=True),
+    Column("skill_ids", Text, nullable=False),  # JSON array of skill ids, in the chosen order
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("owner_id", name="pk_wb_selections"),
+)
+
+chat_sessions = Table(
+    "wb_chat_sessions",
+    metadata,
+    Column("id", chat_session_id_type(), nullable=False),
+    owner_column("wb_chat_sessions"),
+    Column("ledger_session_id", String(255), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("title_folded", Text, nullable=False),  # catalog.fold(title), what search matches
+    Column("model_id", String(255), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("message_count", BigInteger, nullable=False),
+    Column("memory_mode", String(32), nullable=False),
+    Column("summary", Text, nullable=True),
+    Column("compacted_message_count", BigInteger, nullable=False),
+    Column("context_tokens", BigInteger, nullable=False),
+    Column("context_window_tokens", BigInteger, nullable=False),
+    Column("last_compacted_at", UtcDateTime, nullable=True),
+    PrimaryKeyConstraint("id", name="pk_wb_chat_sessions"),
+    UniqueConstraint("ledger_session_id", name="uq_wb_chat_sessions_ledger_session"),
+    Index("ix_wb_chat_sessions_recent", "owner_id", "updated_at", "id"),  # newest-first paging
+)

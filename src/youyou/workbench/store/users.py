@@ -1,0 +1,73 @@
+"""Accounts and their bearer tokens (only a hash of each token is stored)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from uuid import uuid4
+
+from sqlalchemy import select, update
+
+from youyou.adapters.storage.catalog import fold
+from youyou.workbench.store.base import StoreBase, columns_of, now
+from youyou.workbench.store.records import UsernameTaken, UserRecord
+from youyou.workbench.store.tables import tokens, users
+
+_USER = columns_of(users, UserRecord)
+
+
+class UserTokenQueries(StoreBase):
+    async def create_user(self, username: str, password_hash: str) -> UserRecord:
+        """Raises ``UsernameTaken`` also when a concurrent sign-up wins the same name."""
+        user = UserRecord(str(uuid4()), username, password_hash, now())
+        stmt = (
+            self._insert(users)
+            .values(**asdict(user), username_folded=fold(username))
+            .on_conflict_do_nothing(index_elements=[users.c.username_folded])
+        )
+        async with self._transaction("creating a user", write=True) as conn:
+            inserted = (await conn.execute(stmt)).rowcount
+        if inserted == 0:
+            raise UsernameTaken(username)
+        return user
+
+    async def user_by_name(self, username: str) -> UserRecord | None:
+        query = select(*_USER).where(users.c.username_folded == fold(username))
+        async with self._transaction("looking up a user") as conn:
+            row = (await conn.execute(query)).one_or_none()
+        return None if row is None else UserRecord(*row)
+
+    async def add_token(self, user_id: str, token_hash: str, expires_at: datetime) -> None:
+        row = {
+            "token_hash": token_hash,
+            "user_id": user_id,
+            "created_at": now(),
+            "expires_at": expires_at,
+        }
+        async with self._transaction("storing a token", write=True) as conn:
+            await conn.execute(tokens.insert().values(row))
+
+    async def user_for_token(self, token_hash: str, now: datetime) -> UserRecord | None:
+        """The token's user while the token is live: known, not revoked, not expired."""
+        query = (
+            select(*_USER)
+            .select_from(tokens.join(users, tokens.c.user_id == users.c.id))
+            .where(
+                tokens.c.token_hash == token_hash,
+                tokens.c.revoked_at.is_(None),
+                tokens.c.expires_at > now,
+            )
+        )
+        async with self._transaction("checking a token") as conn:
+            row = (await conn.execute(query)).one_or_none()
+        return None if row is None else UserRecord(*row)
+
+    async def revoke_token(self, token_hash: str) -> None:
+        """Idempotent: the first revocation time is kept."""
+        stmt = (
+            update(tokens)
+            .where(tokens.c.token_hash == token_hash, tokens.c.revoked_at.is_(None))
+            .values(revoked_at=now())
+        )
+        async with self._transaction("revoking a token", write=True) as conn:
+            await conn.execute(stmt)

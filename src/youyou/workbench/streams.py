@@ -1,0 +1,121 @@
+"""Server-Sent Event frames of one turn, kept until the turn ends so a client can re-attach.
+
+The turn runs independently of any HTTP connection: a client that drops (laptop sleep, VPN)
+loses nothing, and ``follow(after)`` replays the frames after its ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.domain.events import (
+    AgentEvent,
+    ContextCompacted,
+    ErrorEvent,
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnCancelled,
+    TurnComplete,
+    TurnStarted,
+)
+
+KEEPALIVE = b": keep-alive\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    id: int
+    event: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        body = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
+        return f"id: {self.id}\nevent: {self.event}\ndata: {body}\n\n".encode()
+
+
+def camel(data: dict[str, Any]) -> dict[str, Any]:
+    return {to_camel(key): value for key, value in data.items()}
+
+
+def frame_data(event: AgentEvent) -> dict[str, Any] | None:
+    """The SSE payload of a kernel event; None for events clients do not see (non-fatal
+    errors the model already got back as a tool result). ``turn_complete``'s ``memory`` is
+    added by the caller, who knows the session."""
+    payload = event.payload
+    match payload:
+        case TurnStarted():
+            return {"turnId": event.turn_id, "userMessageSeq": payload.user_message_seq}
+        case TextDeltaEvent() | ReasoningDeltaEvent():
+            return {"text": payload.text}
+        case ToolCallStart():
+            return {
+                "callId": payload.call_id,
+                "toolName": payload.tool_name,
+                "arguments": payload.arguments,
+            }
+        case ToolCallEnd():
+            metadata = payload.output.metadata or {}
+            shown = metadata.get(DISPLAY_KEY)
+            return {
+                "callId": payload.call_id,
+                "toolName": payload.tool_name,
+                "output": shown if isinstance(shown, str) else payload.output.content,
+                "isError": payload.output.is_error,
+                "durationMs": payload.duration_ms,
+            }
+        case ContextCompacted():
+            return {"mode": payload.mode.value, "replacesThroughSeq": payload.replaces_through_seq}
+        case TurnComplete():
+            return {"usage": camel(payload.usage.model_dump())}
+        case TurnCancelled():
+            return {}
+        case ErrorEvent():
+            return {"code": payload.code, "message": payload.message} if payload.fatal else None
+    return None
+
+
+class TurnStream:
+    """Frames of one turn, fanned out to any number of followers."""
+
+    def __init__(self, chat_session_id: str, turn_id: str) -> None:
+        self.chat_session_id = chat_session_id
+        self.turn_id = turn_id
+        self._frames: list[Frame] = []
+        self._changed = asyncio.Event()
+        self.done = False
+
+    def publish(self, frame: Frame) -> None:
+        self._frames.append(frame)
+        self._wake()
+
+    def close(self) -> None:
+        self.done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
+        """Frames with ``id > after`` as they come; a comment line when idle for a while."""
+        index = next((i for i, f in enumerate(self._frames) if f.id > after), len(self._frames))
+        while True:
+            while index < len(self._frames):
+                yield self._frames[index].encode()
+                index += 1
+            if self.done:
+                return
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), keepalive_s)
+            except TimeoutError:
+                yield KEEPALIVE
