@@ -15,6 +15,7 @@ from youyou import (
     ProviderCapability,
     ScriptedResponse,
     TextBlock,
+    TurnOptions,
 )
 from youyou.domain.ledger import (
     AssistantMessage,
@@ -179,6 +180,19 @@ async def test_tools_need_tool_use_capability() -> None:
     outcome = await (await session.send_message("hi")).join()
     assert outcome.error is not None and outcome.error.code is ErrorCode.MODEL_NOT_SUPPORTED
     assert provider.requests == []
+
+
+async def test_offer_tools_false_lets_a_model_without_tool_use_chat() -> None:
+    no_tools = model("chat-only", caps=frozenset({ProviderCapability.STREAMING}))
+    agent, provider = await build_agent(
+        [text("plain answer")], models=[no_tools], tools=[RecordingTool("t")]
+    )
+    session = await agent.new_session()
+    turn = await session.send_message("hi", options=TurnOptions(offer_tools=False))
+    assert (await turn.join()).status is OutcomeStatus.COMPLETED
+    [request] = provider.requests
+    assert request.tools == ()
+    assert isinstance(session.events[-1].payload, AssistantMessage)
 
 
 async def test_tool_loop_feeds_results_back_in_model_order() -> None:

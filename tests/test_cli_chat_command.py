@@ -199,3 +199,14 @@ def test_interactive_resume_prints_the_history_first(cli: Cli) -> None:
     child = cli.spawn("--resume", session_id[:8])
     shown = quit_chat(child)  # asserts exit status 0
     assert shown.index("earlier question") < shown.index("earlier answer") < shown.index("bye")
+
+
+def test_a_model_without_tool_use_answers_without_tools(cli: Cli) -> None:
+    cli.write_config(
+        [{"text": "no tools needed"}],
+        extra='\n[[providers.models]]\nid = "small"\ncontext_window = 8192\n'
+        'capabilities = ["streaming"]\n',
+    )
+    result = cli.run("chat", "-m", "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "no tools needed\n"

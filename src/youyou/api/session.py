@@ -16,6 +16,7 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
 from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, Metadata
+from youyou.domain.model import ModelInfo
 from youyou.domain.session import SessionSummary
 
 UserInput = str | Sequence[ContentBlock]
@@ -58,6 +59,11 @@ class SessionHandle:
         compaction boundary (and, with long-term memory, already extracted) are released: read
         the full history from the storage."""
         return tuple(self._runtime.events)
+
+    @property
+    def model(self) -> ModelInfo:
+        """The session's pinned model: its window and what it can do (tool use, vision)."""
+        return self._runtime.model
 
     @property
     def last_seq(self) -> int:

@@ -66,12 +66,15 @@ class TurnOptions:
     """Per-turn inputs read fresh by the caller (the workbench's user prompt and skills).
 
     ``skills`` can be triggered by ``/name`` in this turn only, next to the registered ones.
+    ``offer_tools=False`` sends requests without tools: products use it for a model without
+    tool use, where the kernel would otherwise refuse a request that carries tools.
     """
 
     user_prompt: str | None = None
     skill_catalog: str | None = None
     extra_tools: tuple[ToolHandler, ...] = ()
     skills: tuple[SkillDefinition, ...] = ()
+    offer_tools: bool = True
 
 
 @dataclass(slots=True)
@@ -259,8 +262,10 @@ class TurnEngine:
         """Request → stream → tools until a final answer; returns True if cancelled."""
         runtime, channel = turn.runtime, turn.channel
         policy = runtime.resolved.runtime_policy
-        allow_tools = True
-        tools_disabled_by: ErrorCode | None = None
+        allow_tools = turn.options.offer_tools
+        tools_disabled_by: ErrorCode | None = (
+            None if allow_tools else ErrorCode.MODEL_NOT_SUPPORTED
+        )
         retried_context = False
         while True:
             request = runtime.requests.build(

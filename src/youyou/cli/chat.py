@@ -17,6 +17,7 @@ from youyou.cli.transcript import SHORT_ID, print_transcript
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError
+from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
 
 RESUME_TRANSCRIPT_EVENTS = 40
@@ -43,6 +44,11 @@ class Chat:
             (self.model_id, "bold"),
             ("  memory ", "dim"),
             memory_mode_name(self.session.memory_mode),
+            *(
+                ()
+                if ProviderCapability.TOOL_USE in self.session.model.capabilities
+                else (("  tools unavailable with this model", "yellow"),)
+            ),
         )
 
     def show_error(self, error: AgentError) -> None:

@@ -15,8 +15,10 @@ from rich.console import Console
 
 from youyou.adapters.settings import ProviderType, Settings
 from youyou.api.session import SessionHandle, UserInput
+from youyou.application.turn_engine import TurnOptions
 from youyou.cli.render import TurnView, agent_error_text
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
 
 EXIT_OK = 0
@@ -86,7 +88,8 @@ async def run_turn(session: SessionHandle, user_input: UserInput, view: TurnView
 
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
-    turn = await session.send_message(user_input)
+    tool_use = ProviderCapability.TOOL_USE in session.model.capabilities
+    turn = await session.send_message(user_input, options=TurnOptions(offer_tools=tool_use))
     with on_interrupt(turn.cancel):
         try:
             async for event in turn.events:

@@ -71,14 +71,18 @@ def skill_definition(content: str) -> SkillDefinition:
     return parse_skill_md(SKILL_FILENAME, content.encode()).to_definition()
 
 
-async def turn_options(store: WorkbenchStore, owner_id: str) -> TurnOptions:
+async def turn_options(store: WorkbenchStore, owner_id: str, *, tool_use: bool) -> TurnOptions:
+    """Without tool use the model gets no tools and no catalog (it could not load a skill);
+    ``/name`` of a selected skill still works."""
     config = await read_configuration(store, owner_id)
     prompt = next(p for p in config.prompts if p.id == config.system_prompt_id)
     by_id = {s.id: s for s in config.skills}
     skills = tuple(skill_definition(by_id[i].content) for i in config.skill_ids)
+    offered = skills if tool_use else ()
     return TurnOptions(
         user_prompt=prompt.content,
-        skill_catalog=render_skill_catalog(skills),
-        extra_tools=(LoadSkillTool(skills),) if skills else (),
+        skill_catalog=render_skill_catalog(offered),
+        extra_tools=(LoadSkillTool(offered),) if offered else (),
         skills=skills,
+        offer_tools=tool_use,
     )

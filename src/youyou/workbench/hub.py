@@ -33,6 +33,7 @@ from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord
 from youyou.domain.errors import AgentError
 from youyou.domain.events import ContextCompacted, ContextUsage, ErrorEvent, TurnComplete
+from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.workbench.assembly import turn_options
@@ -161,7 +162,11 @@ class SessionHub:
             await self._acquire_lease(ledger_id)
             try:
                 handle = await self._handle(ledger_id)
-                options = await turn_options(self._store, chat.owner_id)
+                options = await turn_options(
+                    self._store,
+                    chat.owner_id,
+                    tool_use=ProviderCapability.TOOL_USE in handle.model.capabilities,
+                )
                 turn = await _agent_call(handle.send_message(blocks, options=options))
             except BaseException:
                 await self._leases.release(ledger_id, self.holder)
