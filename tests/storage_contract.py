@@ -1,4 +1,4 @@
-"""Behaviour every ``SessionStorage`` adapter must show (seed 001 §4.6, §4.7, §6.4, §9).
+"""Behaviour every ``SessionStorage`` adapter must show (docs/sessions.md, docs/storage.md).
 
 Not collected by itself: ``test_storage_sql.py`` and ``test_storage_memory.py`` subclass
 ``SessionStorageContract`` and provide the ``storage`` fixture.

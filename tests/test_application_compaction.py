@@ -1,4 +1,7 @@
-"""Compaction triggers, hard limit and current-turn preservation (issue 4, seed 000/001)."""
+"""Compaction triggers, hard limit and current-turn preservation.
+
+See docs/architecture.md, 'Compaction'.
+"""
 
 from __future__ import annotations
 
@@ -148,7 +151,7 @@ async def test_hard_limit_after_one_compaction_never_compacts_the_summary_again(
     assert session.latest_compaction.mode is CompactionMode.SUMMARY
 
 
-async def test_seed_000_worked_example_every_30_turns() -> None:
+async def test_worked_example_sixty_messages_every_30_turns() -> None:
     answers = [text(f"answer {i}") for i in range(30)]
     storage = InMemorySessionStorage()
     agent, provider = await agent_with(

@@ -1,5 +1,5 @@
 """PluginManager: lifecycle order, declared vs tapped hooks, chains, failures, plugin_config,
-and every row of the Abort matrix (seed 001 §7.3) through a real agent.
+and every row of the Abort matrix (docs/architecture.md, 'Plugin hooks') through a real agent.
 """
 
 from __future__ import annotations
@@ -324,7 +324,7 @@ async def test_before_tool_use_patches_chain_in_registration_order() -> None:
     assert replay.arguments == effective
 
 
-# -- Abort matrix (seed 001 §7.3), one row at a time ---------------------------------------
+# -- Abort matrix, one row at a time -------------------------------------------------------
 
 
 class FailingDeleteStorage(InMemorySessionStorage):

@@ -1,4 +1,4 @@
-"""PromptBuilder: section order, omitted blanks, Appendix B formats, no tool schemas."""
+"""PromptBuilder: section order, omitted blanks, fixed template formats, no tool schemas."""
 
 from __future__ import annotations
 

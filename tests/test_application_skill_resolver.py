@@ -1,4 +1,4 @@
-"""SkillResolver: the explicit ``/skill-name`` trigger grammar (seed 001 §8.3)."""
+"""SkillResolver: the explicit ``/skill-name`` trigger grammar."""
 
 from __future__ import annotations
 

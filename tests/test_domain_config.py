@@ -18,7 +18,7 @@ def has(model_id: str) -> bool:
     return model_id in MODELS
 
 
-def test_defaults_follow_seed_5_3() -> None:
+def test_defaults_are_the_documented_ones() -> None:
     config = AgentConfig(default_model="a")
     assert (config.tool_timeout_ms, config.compact_threshold, config.max_tool_calls_per_turn) == (
         120_000,

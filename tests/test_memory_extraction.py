@@ -1,4 +1,4 @@
-"""B.10/B.11 templates, memory merging and the tolerant mutation parser."""
+"""Memory extraction templates, memory merging and the tolerant mutation parser."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The §6.5 MemoryStorage contract, run on the in-process, SQLite and PostgreSQL stores."""
+"""The MemoryStorage contract, run on the in-process, SQLite and PostgreSQL stores."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Durable sessions end to end on SQLite and PostgreSQL (seed 001 §4.6, §8.2, §9, §12).
+"""Durable sessions end to end on SQLite and PostgreSQL (see docs/sessions.md).
 
 Live vs resumed comparisons run the same deterministic script twice: once live to the end, once
 up to the comparison point, then a fresh agent on a fresh storage object resumes the second

@@ -1,4 +1,4 @@
-"""youyou.toml loading: the SPEC §7 format, defaults, environment overrides and clear errors."""
+"""youyou.toml loading: the file format, defaults, environment overrides and clear errors."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ id = "gpt-4o-mini"
 display_name = "GPT-4o mini"
 context_window = 128000
 capabilities = ["tool_use", "vision", "streaming"]
-"""  # noqa: E501 (the sample is quoted verbatim from SPEC §7)
+"""  # noqa: E501 (the sample is kept verbatim, long comments included)
 
 
 def write(tmp_path: Path, text: str, name: str = "youyou.toml") -> Path:

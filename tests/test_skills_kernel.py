@@ -1,4 +1,4 @@
-"""Skills end to end through a real agent (seed 001 §4.4, §8.3, §12; seed 000 load_skill).
+"""Skills end to end through a real agent: explicit ``/name`` and ``load_skill``.
 
 Every assertion is made on what the kernel really sent: ``provider.requests``.
 """
@@ -311,7 +311,7 @@ async def test_plain_text_files_and_images_never_trigger_skills(blocks: list[Any
     ]
 
 
-# -- progressive disclosure (seed 000) -----------------------------------------------------
+# -- progressive disclosure ----------------------------------------------------------------
 
 
 def disclosure_options(*skills: SkillDefinition) -> TurnOptions:

@@ -1,4 +1,4 @@
-"""Configuration: one ``youyou.toml`` (SPEC §7) plus environment overrides.
+"""Configuration: one ``youyou.toml`` plus environment overrides (docs/providers.md lists keys).
 
 The file path comes from the caller (``--config``) or ``YOUYOU_CONFIG``; with neither, every
 default applies: 127.0.0.1:8000, SQLite in the user's data directory and the offline scripted
@@ -70,7 +70,7 @@ class DatabaseSettings(_Section):
 
 
 class AgentSettings(_Section):
-    """Seed 001 §5.3 with its defaults; ``default_model`` defaults to the first model."""
+    """``AgentConfig`` with its defaults; ``default_model`` defaults to the first model."""
 
     default_model: str | None = None
     system_instructions: tuple[str, ...] = ()
@@ -89,10 +89,10 @@ class AgentSettings(_Section):
 
 class MemorySettings(_Section):
     enabled: bool = True
-    """Long-term memory (seed 001 §8.8): extraction at checkpoints and recall into prompts."""
+    """Long-term memory: extraction at checkpoints and recall into prompts."""
 
 
-# Names users type (seed 000) ↔ the kernel's modes; ``youyou.toml`` also takes the kernel's.
+# Names users type (workbench, CLI) ↔ the kernel's modes; ``youyou.toml`` also takes the kernel's.
 MEMORY_MODE_NAMES: dict[str, MemoryMode] = {
     "every_30_turns": MemoryMode.EVERY_N_TURNS,
     "context_70_percent": MemoryMode.CONTEXT_PERCENT,
@@ -105,7 +105,7 @@ def memory_mode_name(mode: MemoryMode) -> str:
 
 
 class CompactionSettings(_Section):
-    """SPEC §4.2: the default trigger of new sessions and the thresholds of all triggers.
+    """The default trigger of new sessions and the thresholds of all triggers.
 
     ``mode`` takes the workbench names (``every_30_turns``, ``context_70_percent``,
     ``manual``) or the kernel's (``every_n_turns``, ``context_percent``). The workbench never

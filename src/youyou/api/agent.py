@@ -1,4 +1,7 @@
-"""A built agent: creates and resumes sessions, shuts down (seed 001 §10, §11.3)."""
+"""A built agent: creates and resumes sessions, shuts down.
+
+See docs/architecture.md, 'Cancellation and shutdown'.
+"""
 
 from __future__ import annotations
 

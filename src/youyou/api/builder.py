@@ -1,4 +1,7 @@
-"""Collects registrations, validates them and builds an immutable agent (seed 001 §8.1)."""
+"""Collects registrations, validates them and builds an immutable agent.
+
+Build-time failures are listed in docs/architecture.md, 'Errors'.
+"""
 
 from __future__ import annotations
 

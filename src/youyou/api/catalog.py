@@ -1,4 +1,4 @@
-"""Session discovery and management over a session storage (seed 001 §9.3)."""
+"""Session discovery and management over a session storage (see docs/sessions.md, 'Catalog')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Handle of a running turn: its event stream, its controller and its outcome (seed 001 §4.11)."""
+"""Handle of a running turn: its event stream, its controller and its outcome.
+
+See docs/architecture.md, 'A turn'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Handle of an active session (seed 001 §10)."""
+"""Handle of an active session: turns, compaction, memory mode, close."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class SessionHandle:
         return self.usage()
 
     async def set_memory_mode(self, mode: MemoryMode) -> ContextUsage:
-        """Persisted in the ledger; switching to manual compacts at once (seed 000)."""
+        """Persisted in the ledger; switching to manual compacts at once."""
         self._require_idle()
         runtime = self._runtime
         if mode is not runtime.compaction.mode:

@@ -1,4 +1,6 @@
-"""Agent lifecycle and session slots, guarded by one lock (seed 001 §4.2, SPEC §4.4).
+"""Agent lifecycle and session slots, guarded by one lock.
+
+See docs/architecture.md, 'Cancellation and shutdown'.
 
 State machine::
 

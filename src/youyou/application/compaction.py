@@ -1,4 +1,4 @@
-"""When and how history is compacted (seed 001 §8.7; seed 000 memory modes and thresholds).
+"""When and how history is compacted (see docs/architecture.md, 'Compaction').
 
 Only ledger messages before the current turn's anchor are ever compacted; the raw events stay
 in the ledger and a ``context_compaction`` metadata event records the new boundary.
@@ -47,7 +47,7 @@ class RequestEstimate:
 
 
 def exceeds_threshold(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
-    """The seed-001 size trigger (``compact_threshold``); ``manual`` turns it off."""
+    """The size trigger (``compact_threshold``); ``manual`` turns it off."""
     threshold = runtime.model.context_window * runtime.resolved.runtime_policy.compact_threshold
     return runtime.compaction.mode is not MemoryMode.MANUAL and estimate.total >= threshold
 

@@ -1,4 +1,4 @@
-"""Model-visible context of one session: projection, estimates, request context (seed 001 §8.7).
+"""Model-visible context of one session: projection, estimates, request context.
 
 It never changes the ledger; compaction decisions live in ``compaction.py``.
 """

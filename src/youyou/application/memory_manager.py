@@ -1,4 +1,4 @@
-"""Long-term memory read and write paths (seed 001 §8.8).
+"""Long-term memory read and write paths (see docs/architecture.md, 'Long-term memory').
 
 Reads never fail a turn: storage errors become warnings and an empty result. The write path
 (extraction) asks the memory model once for Create / Update / Delete / Skip mutations and applies
@@ -58,7 +58,7 @@ class ExtractionResult:
 
 
 def render_memory_section(memories: Sequence[Memory]) -> str | None:
-    """B.6 section; ``None`` when there is nothing to inject (never an empty section)."""
+    """The prompt's memory section; ``None`` when there is nothing to inject (never empty)."""
     if not memories:
         return None
     lines = [
@@ -81,7 +81,7 @@ class MemoryManager:
         return self._storage is not None
 
     async def load_bootstrap_memories(self, namespace: str, limit: int) -> list[Memory]:
-        """``list_recent`` as the storage ordered it (no second sort, seed 001 §6.5)."""
+        """``list_recent`` as the storage ordered it (no second sort: the store decides)."""
         if self._storage is None:
             return []
         try:
@@ -157,7 +157,7 @@ class MemoryManager:
 def turn_query(blocks: Sequence[ContentBlock]) -> str:
     """Search text of a turn: top-level text blocks only, explicit ``/skill`` triggers removed.
 
-    File and image blocks never drive the search (seed 001 §8.8).
+    File and image blocks never drive the search.
     """
     return strip_skill_triggers("\n".join(b.text for b in blocks if isinstance(b, TextBlock)))
 

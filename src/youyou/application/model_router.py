@@ -1,4 +1,4 @@
-"""Model registry and provider routing (seed 001 §4.1, §6.1)."""
+"""Model registry and provider routing: each model id is served by exactly one provider."""
 
 from __future__ import annotations
 

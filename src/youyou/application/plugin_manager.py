@@ -1,4 +1,4 @@
-"""Plugin lifecycle and typed hook chains (seed 001 §6.3, §7, §8.9)."""
+"""Plugin lifecycle and typed hook chains (see docs/architecture.md, 'Plugin hooks')."""
 
 from __future__ import annotations
 

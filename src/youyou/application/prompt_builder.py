@@ -1,4 +1,7 @@
-"""System prompt text, section by section (seed 001 §8.4, Appendix B; seed 000 assembly order).
+"""System prompt text, section by section.
+
+The section order and the fixed texts are in docs/architecture.md, 'The system prompt and
+requests' and 'Prompt templates'.
 
 Tool schemas never appear here: they travel only in ``ChatRequest.tools``.
 """
@@ -41,7 +44,7 @@ class PromptInputs:
 
 
 def render_skill_list(skills: Sequence[SkillDefinition]) -> str | None:
-    """B.4; only skills that allow implicit invocation are listed."""
+    """The registered skill list; only skills that allow implicit invocation are listed."""
     listed = [s for s in skills if s.allow_implicit_invocation]
     if not listed:
         return None
@@ -50,7 +53,7 @@ def render_skill_list(skills: Sequence[SkillDefinition]) -> str | None:
 
 
 def render_plugin_list(plugins: Sequence[PluginDescriptor]) -> str | None:
-    """B.5."""
+    """The active plugin list."""
     if not plugins:
         return None
     lines = "\n".join(f"- {p.id} ({p.display_name}): {p.description}" for p in plugins)

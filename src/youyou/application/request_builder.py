@@ -1,4 +1,6 @@
-"""``ChatRequest`` assembly and the capability guard (seed 001 §8.4).
+"""``ChatRequest`` assembly and the capability guard.
+
+See docs/architecture.md, 'The system prompt and requests'.
 
 Runs before any provider I/O: an image for a model without Vision, or tools for a model without
 ToolUse, is MODEL_NOT_SUPPORTED. FileContent is text and never needs Vision.
@@ -134,7 +136,7 @@ class ChatRequestBuilder:
         tools: Sequence[ToolDescriptor],
         options: RequestBuildOptions,
     ) -> ChatRequest:
-        """Order: pre-anchor → anchor → skill augmentations → post-anchor (seed 001 §8.4)."""
+        """Order: pre-anchor → anchor → skill augmentations → post-anchor."""
         messages = self.messages.prefix(context.visible, context.anchor_index)
         tail, tail_image = convert_messages([context.anchor_message])
         messages.extend(tail)

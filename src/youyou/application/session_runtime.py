@@ -1,4 +1,4 @@
-"""Volatile state of one active session (seed 001 §4.3)."""
+"""Volatile state of one active session; the ledger is its durable state."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Session use cases: create, resume, record, close (seed 001 §8.2, §9, §11.3)."""
+"""Session use cases: create, resume, record, close.
+
+See docs/architecture.md, 'The ledger', and docs/sessions.md.
+"""
 
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ class SessionService:
     # -- ledger writes -------------------------------------------------------------------
 
     async def record(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
-        """Persist first, then update memory (seed 001 §9.1); on failure nothing changes."""
+        """Persist first, then update memory ("ledger first"); on failure nothing changes."""
         async with runtime.write_lock:
             event = LedgerEvent.model_construct(
                 seq=runtime.last_seq + 1,
@@ -268,7 +271,7 @@ class SessionService:
         self._kernel.control.release(runtime.session_id)
 
     async def extract_memories(self, runtime: SessionRuntime) -> None:
-        """list_all → model → upsert/delete → Metadata(memory_checkpoint) (seed 001 §8.8)."""
+        """list_all → model → upsert/delete → Metadata(memory_checkpoint) (write path)."""
         memory = self._kernel.memory
         if not memory.enabled:
             return

@@ -1,4 +1,4 @@
-"""Explicit ``/skill-name`` activation → turn augmentation (seed 001 §4.4, §8.3)."""
+"""Explicit ``/skill-name`` activation → turn augmentation (docs/architecture.md, 'Skills')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool batch execution (seed 001 §8.6).
+"""Tool batch execution (see docs/architecture.md, 'Tool dispatch').
 
 A batch runs concurrently only if every call is read-only; one mutating call makes the whole
 batch serial. Whatever the completion order, results are committed (AfterToolUse, ledger,
@@ -125,7 +125,7 @@ class ToolDispatcher:
         return _Call(resolved, preset)
 
     async def _start(self, ctx: BatchContext, call: _Call) -> None:
-        """Ledger first, then the event (seed 001 §9.1): a start is never shown unrecorded."""
+        """Ledger first, then the event: a start is never shown unrecorded."""
         r = call.resolved
         await ctx.record(
             ToolCall(

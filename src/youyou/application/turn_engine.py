@@ -1,4 +1,4 @@
-"""The one turn orchestrator (seed 001 §8.5).
+"""The one turn orchestrator (see docs/architecture.md, 'A turn').
 
 Order of a turn: validate → TURN_BUSY → skills → TurnStart → memories → prompt →
 compaction / hard limit → UserMessage → skill audit → request/stream/tool loop →

@@ -1,4 +1,4 @@
-"""Agent and session configuration contract (seed 001 §5).
+"""Agent and session configuration contract (see docs/architecture.md, 'Configuration').
 
 ``SessionPinnedConfig`` is fixed when a session is created and written as its first ledger
 event; ``SessionRuntimePolicy`` is re-derived from the current ``AgentConfig`` on every resume.
@@ -27,7 +27,7 @@ class EnvironmentContext(_Frozen):
 
 
 class MemoryMode(StrEnum):
-    """When history is compacted automatically (seed 000 session memory modes)."""
+    """When history is compacted automatically (the session's memory mode)."""
 
     EVERY_N_TURNS = "every_n_turns"
     CONTEXT_PERCENT = "context_percent"
@@ -35,8 +35,8 @@ class MemoryMode(StrEnum):
 
 
 class SummaryFailurePolicy(StrEnum):
-    TRUNCATE = "truncate"  # kernel default (seed 001): fall back to truncation
-    FAIL = "fail"  # workbench (seed 000): fail and keep the boundary
+    TRUNCATE = "truncate"  # kernel default: fall back to truncation
+    FAIL = "fail"  # youyou.toml default (workbench, CLI): fail and keep the boundary
 
 
 class CompactionPolicy(_Frozen):
@@ -106,7 +106,7 @@ def config_error(message: str) -> AgentError:
 
 
 def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool]) -> None:
-    """Build-time checks of seed 001 §5.3; the first violation is raised."""
+    """Build-time checks of every ``AgentConfig`` value; the first violation is raised."""
     if not has_model(config.default_model):
         raise AgentError(
             ErrorCode.INVALID_DEFAULT_MODEL,

@@ -1,4 +1,4 @@
-"""Content blocks of a message and validation of user input (seed 001 §4.5, §10.2)."""
+"""Content blocks of a message and validation of user input."""
 
 from __future__ import annotations
 

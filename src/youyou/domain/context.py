@@ -1,4 +1,7 @@
-"""Model-visible context and its one shared projection from the ledger (seed 001 §4.8, §8.7)."""
+"""Model-visible context and its one shared projection from the ledger.
+
+See docs/architecture.md, 'The ledger' and 'Compaction'.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +93,7 @@ def rebuild_visible_messages(
 
 
 class TurnCounter:
-    """Completed turns since the boundary, counted the seed-000 way.
+    """Completed turns since the boundary, as the ``every_n_turns`` trigger counts them.
 
     A turn is complete when its final assistant message is complete: an assistant message
     followed by tool calls is not final, and a cancelled (incomplete) one does not count.

@@ -5,7 +5,8 @@ Exception tree (all errors leaving the kernel are ``AgentError``)::
     Exception
      └── AgentError(code: ErrorCode, message, retryable, source)
 
-The code tells *what* failed (seed 001 §11.4); ``source`` tells which component raised it.
+The code tells *what* failed; ``source`` tells which component raised it. When each code is
+raised: docs/architecture.md, 'Errors'.
 """
 
 from __future__ import annotations

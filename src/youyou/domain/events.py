@@ -1,4 +1,4 @@
-"""Streamed agent events: one envelope, typed payloads (seed 001 §10.1, SPEC §6)."""
+"""Streamed agent events: one envelope, typed payloads (see docs/architecture.md, 'A turn')."""
 
 from __future__ import annotations
 

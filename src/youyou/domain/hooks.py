@@ -1,4 +1,4 @@
-"""Typed hook payloads and results (seed 001 §7).
+"""Typed hook payloads and results (see docs/architecture.md, 'Plugin hooks').
 
 Only TurnStart and BeforeToolUse handlers may return ``ContinueWith``; the handler type
 aliases below make any other hook returning a patch a type error.

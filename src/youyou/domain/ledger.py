@@ -1,4 +1,7 @@
-"""The append-only session ledger: the single source of truth of a session (seed 001 §4.7)."""
+"""The append-only session ledger: the single source of truth of a session.
+
+Event kinds and metadata keys: docs/architecture.md, 'The ledger'.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from youyou.domain.content import ContentBlock
 
 LEDGER_SCHEMA_VERSION = 1
 
-# Standard metadata keys (seed 001 §4.7).
+# Standard metadata keys.
 META_SESSION_PROFILE = "session_profile"
 META_SKILL_INVOCATIONS = "skill_invocations"
 META_CONTEXT_COMPACTION = "context_compaction"

@@ -1,4 +1,4 @@
-"""Long-term memory records and mutations (seed 001 §4.9)."""
+"""Long-term memory records and mutations (see docs/memory.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory extraction templates (seed 001 B.10/B.11), memory merging and the mutation parser.
+"""Memory extraction templates, memory merging and the mutation parser.
 
 Pure functions only: the caller injects the clock and the id generator, so the parser can turn
 untrusted model output into ``MemoryMutation`` values without any I/O.
@@ -24,7 +24,7 @@ from youyou.domain.memory import (
 )
 from youyou.domain.transcript import message_line
 
-# B.10 — system prompt of the memory model.
+# System prompt of the memory model.
 MEMORY_EXTRACTION_PROMPT = """\
 You maintain the long-term memory of an assistant about one user. You receive a window of a \
 conversation and the complete list of memories saved so far. Decide, in one pass, how the \
@@ -56,7 +56,7 @@ Answer with strict JSON only, no prose and no code fence, exactly of this shape:
 Leave out "id" for "create" and "skip", and "content" for "delete" and "skip". If nothing \
 changes, answer {"mutations": [{"op": "skip", "reason": "..."}]}."""
 
-# B.11 — user message of the memory model.
+# User message of the memory model.
 MEMORY_EXTRACTION_INPUT = """\
 <conversation_window session_id="{session_id}" from_seq="{seq_start}" to_seq="{seq_end}">
 {events}
@@ -96,7 +96,7 @@ def has_conversation(events: Sequence[LedgerEvent]) -> bool:
 def render_extraction_input(
     session_id: str, events: Sequence[LedgerEvent], memories: Sequence[Memory]
 ) -> str:
-    """B.11: the ledger window plus every existing memory of the namespace."""
+    """The extraction input: the ledger window plus every existing memory of the namespace."""
     lines = [line for e in events if (line := _event_line(e)) is not None]
     existing = [
         json.dumps(

@@ -1,4 +1,4 @@
-"""Provider-facing request and stream types (seed 001 §6.1)."""
+"""Provider-facing request and stream types (see docs/providers.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session discovery: the summary projection and catalog queries (seed 001 §4.6, §6.4)."""
+"""Session discovery: the summary projection and catalog queries (docs/sessions.md, 'Catalog')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The formal skill contract (seed 001 §4.1.1)."""
+"""The formal skill contract (see docs/architecture.md, 'Skills')."""
 
 from __future__ import annotations
 

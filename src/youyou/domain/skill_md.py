@@ -1,4 +1,4 @@
-"""SKILL.md parsing and validation (seed 000 ``validate_skill_upload``), pure and shared.
+"""SKILL.md parsing and validation, pure and shared (rules in docs/skills.md).
 
 The kernel (skills directory), the workbench upload route and the CLI all call this one
 validator, so a file accepted in one place is accepted everywhere. Every failing rule is
@@ -6,7 +6,7 @@ reported at once; a rule that needs an earlier step (e.g. name rules need parsed
 evaluated when that step succeeded.
 
 Normalisation: a UTF-8 BOM is dropped, CRLF becomes LF, and the text is stripped before the
-frontmatter is matched (as in seed 000), so leading blank lines are allowed but any other text
+frontmatter is matched, so leading blank lines are allowed but any other text
 before the opening ``---`` is not.
 """
 

@@ -1,6 +1,6 @@
 """Fixed texts of the skill feature: validation messages, ``load_skill`` replies, the catalog.
 
-zh-CN is the default language (the wording follows seed 000 where it gives one); every text
+zh-CN is the default language (the workbench UI shows these texts); every text
 also has an English version so the workbench can answer ``Accept-Language: en``.
 """
 
@@ -151,7 +151,7 @@ def render_violations(violations: Iterable[SkillViolation], language: Language =
     return separator.join(v.message(language) for v in violations)
 
 
-# --- load_skill tool texts (seed 000) -----------------------------------------------------
+# --- load_skill tool texts ----------------------------------------------------------------
 
 LOAD_SKILL_TOOL_NAME = "load_skill"
 LOAD_SKILL_DESCRIPTION = (
@@ -168,7 +168,7 @@ def render_skill_loaded(name: str, prompt: str) -> str:
 
 
 def render_skill_unavailable(requested: str, available: Sequence[str]) -> str:
-    """Seed 000 wording first (that line is what the UI shows), then an English line."""
+    """The zh-CN line first (that line is what the UI shows), then an English line."""
     names_zh = ", ".join(available) or NO_SKILLS_ZH
     names_en = ", ".join(available) or NO_SKILLS_EN
     return (
@@ -177,7 +177,7 @@ def render_skill_unavailable(requested: str, available: Sequence[str]) -> str:
     )
 
 
-# --- progressive-disclosure catalog (seed 000 build_chat_system_prompt) -------------------
+# --- progressive-disclosure catalog (a system-prompt section) -----------------------------
 
 SKILL_CATALOG_HEADER = "## Available Skills"
 SKILL_CATALOG_INSTRUCTION = (
@@ -192,7 +192,7 @@ SKILL_CATALOG_INSTRUCTION = (
 
 
 def loadable_skills(skills: Iterable[SkillDefinition]) -> tuple[SkillDefinition, ...]:
-    """Skills the model may discover and load itself (B.4: ``allow_implicit_invocation``)."""
+    """Skills the model may discover and load itself (``allow_implicit_invocation``)."""
     return tuple(skill for skill in skills if skill.allow_implicit_invocation)
 
 

@@ -1,8 +1,8 @@
-"""Fixed prompt templates and tags of seed 001 Appendix B, kept in one place."""
+"""Fixed prompt templates and tags, kept in one place (docs/architecture.md, 'Prompt templates')."""
 
 from __future__ import annotations
 
-# B.1 — default compaction prompt (overridable through AgentConfig.compact_prompt).
+# Default compaction prompt (overridable through AgentConfig.compact_prompt).
 DEFAULT_COMPACT_PROMPT = (
     "You compress a conversation into a memory summary that another model will use to "
     "continue it. Merge the previous summary (if any) with the new transcript. Keep the "
@@ -12,17 +12,17 @@ DEFAULT_COMPACT_PROMPT = (
     "1200 words."
 )
 
-# B.2 — fixed, not configurable.
+# First line of the compaction summary shown to the model; fixed, not configurable.
 COMPACT_SUMMARY_PREFIX = (
     "[Conversation summary] The earlier part of this conversation was compacted. The "
     "following summary replaces those messages; treat it as a compressed record, not as "
     "new evidence or the user's verbatim words."
 )
 
-# Marker placed after every assistant message cut short by a cancel (seed 001 §8.7).
+# Marker placed after every assistant message cut short by a cancel.
 INCOMPLETE_ASSISTANT_MARKER = "[此消息因用户取消而中断]"
 
-# B.4 — skill list.
+# Registered skill list (system prompt).
 SKILLS_SECTION_HEADER = "## Skills\n\n### Available skills"
 SKILLS_HOW_TO_USE = (
     "### How to use skills\n"
@@ -31,10 +31,10 @@ SKILLS_HOW_TO_USE = (
     "- 可建议用户使用 Skill，但不可替用户触发"
 )
 
-# B.5 — plugin list.
+# Active plugin list (system prompt).
 PLUGINS_SECTION_HEADER = "## Plugins\n\n### Active plugins"
 
-# B.6 — memory.
+# Memory section (system prompt).
 MEMORY_SECTION_HEADER = "## Memory"
 MEMORY_USAGE_INSTRUCTIONS = (
     "The memories below were saved from earlier conversations with this user. Use them when "
@@ -43,7 +43,7 @@ MEMORY_USAGE_INSTRUCTIONS = (
 )
 MEMORIES_SUBHEADER = "### Memories"
 
-# B.8 — context tags.
+# Context tags.
 TAG_SYSTEM_INSTRUCTIONS = "system_instructions"
 TAG_SYSTEM_PROMPT_OVERRIDE = "system_prompt_override"
 TAG_PERSONALITY = "personality_spec"
@@ -56,7 +56,7 @@ TURN_ABORTED_MESSAGE = (
     f"disabled: answer the user with what you have.</{TAG_TURN_ABORTED}>"
 )
 
-# §8.6 — synthetic tool outputs.
+# Tool output cap and synthetic tool outputs.
 TOOL_OUTPUT_LIMIT_BYTES = 1_048_576
 TOOL_OUTPUT_TRUNCATED_SUFFIX = "[tool output truncated: original content exceeded 1MB]"
 TOOL_SKIPPED_CANCELLED = "[tool skipped: cancelled before execution]"
@@ -68,12 +68,12 @@ def wrap_tag(tag: str, body: str) -> str:
 
 
 def render_skill_injection(name: str, prompt: str) -> str:
-    """B.9 — explicit skill injection."""
+    """The system message of an explicit ``/name`` skill, for its turn only."""
     return f"<{TAG_SKILL}>\n<name>{name}</name>\n{prompt}\n</{TAG_SKILL}>"
 
 
 def render_environment_context(cwd: str, shell: str, current_date: str, timezone: str) -> str:
-    """B.7 — environment context."""
+    """The environment context section of the system prompt."""
     return (
         f"<{TAG_ENVIRONMENT}>\n"
         f"  <cwd>{cwd}</cwd>\n"

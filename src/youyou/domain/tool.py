@@ -1,4 +1,7 @@
-"""Tool descriptors and the three-layer call protocol (seed 001 §4.7.1, §6.2, §8.6)."""
+"""Tool descriptors and the three-layer call protocol: requested → resolved → recorded.
+
+See docs/architecture.md, 'Tool dispatch'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Turn-scoped protocol objects (seed 001 §4.4, §4.11)."""
+"""Turn-scoped protocol objects: the outcome, skill augmentation, the request context."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class TurnAugmentation:
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    """The visible history split at the current turn's anchor (seed 001 §4.4).
+    """The visible history split at the current turn's anchor, its user message.
 
     It keeps the history list itself and the anchor's index: the parts are views, so building a
     request does not copy the whole history each time.

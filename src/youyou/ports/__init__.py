@@ -1,4 +1,4 @@
-"""Interfaces the kernel depends on; adapters implement them (seed 001 §6)."""
+"""Interfaces the kernel depends on; adapters implement them (docs/architecture.md, 'Layers')."""
 
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.model_provider import ModelProvider

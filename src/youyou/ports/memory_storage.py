@@ -1,4 +1,4 @@
-"""Long-term memory storage port (seed 001 §6.5)."""
+"""Long-term memory storage port (see docs/memory.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Model provider port (seed 001 §6.1)."""
+"""Model provider port (see docs/providers.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plugin port and its typed registrar (seed 001 §6.3)."""
+"""Plugin port and its typed registrar (see docs/architecture.md, 'Plugin hooks')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session storage port (seed 001 §6.4)."""
+"""Session storage port (see docs/sessions.md and docs/storage.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool handler port (seed 001 §6.2)."""
+"""Tool handler port (see docs/architecture.md, 'Tool dispatch')."""
 
 from __future__ import annotations
 

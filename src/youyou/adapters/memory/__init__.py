@@ -1,4 +1,4 @@
-"""Long-term memory stores (seed 001 §6.5): in-process, SQLite FTS5 and PostgreSQL."""
+"""Long-term memory stores (see docs/memory.md): in-process, SQLite FTS5 and PostgreSQL."""
 
 from __future__ import annotations
 

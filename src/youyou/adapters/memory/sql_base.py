@@ -73,7 +73,7 @@ def memory_row(memory: Memory) -> dict[str, Any]:
 
 
 class SqlMemoryStorage(abc.ABC):
-    """CRUD of §6.5 on the ``memories`` table; subclasses implement ``search``."""
+    """``MemoryStorage`` CRUD on the ``memories`` table; subclasses implement ``search``."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine

@@ -1,5 +1,5 @@
 """What the HTTP providers share: error classification, retries before the first token, and
-a cancellable stream driver (seed 001 §6.1, §11.4).
+a cancellable stream driver (see docs/providers.md).
 
 Each provider supplies an ``attempt`` (an async generator that opens one SDK stream, translates
 it to ``ChatEvent`` values and closes the stream in ``finally``) and a ``classify`` function

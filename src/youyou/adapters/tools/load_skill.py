@@ -1,4 +1,4 @@
-"""``load_skill``: progressive disclosure of skills (seed 000 ``create_load_skill_tool``).
+"""``load_skill``: progressive disclosure of skills (see docs/skills.md).
 
 The system prompt lists only name and description (``render_skill_catalog``); the model calls
 this tool to read a skill's full instructions. The registry is closed over the skills given at
