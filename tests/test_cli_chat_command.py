@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain, quit_chat
+from tests.cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain, quit_chat, screen
 
 from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
@@ -210,3 +213,65 @@ def test_a_model_without_tool_use_answers_without_tools(cli: Cli) -> None:
     result = cli.run("chat", "-m", "hi")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "no tools needed\n"
+
+
+def test_a_second_process_is_refused_while_the_first_writes_the_session(cli: Cli) -> None:
+    slow = "part " * 100  # 100 chunks, 0.3 s apart: busy until the test interrupts it
+    cli.write_config([{"text": "opened"}])
+    assert cli.run("chat", "-m", "open the session").returncode == 0
+    [session_id] = cli.session_ids()
+    cli.write_config([{"text": slow, "chunks": 100, "delay_ms": 300}])
+    first = subprocess.Popen(
+        [*COMMAND, "chat", "-r", session_id, "-m", "first"],
+        env=cli.env(),
+        cwd=str(cli.root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while "first" not in _user_texts(cli, session_id):  # its question is stored
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.1)
+        second = cli.run("chat", "-r", session_id, "-m", "second")
+        first.send_signal(signal.SIGINT)  # Ctrl+C: the partial answer is kept
+        first.communicate(timeout=TIMEOUT_S)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 1
+    assert "in use by another process" in plain(second.stderr)
+    assert f"pid {first.pid}" in plain(second.stderr)
+    assert first.returncode == 130
+    assert _user_texts(cli, session_id) == ["open the session", "first"]
+    answers = [e.payload for e in cli.stored(session_id) if isinstance(e.payload, AssistantMessage)]
+    assert [a.status.value for a in answers] == ["complete", "incomplete"]
+
+
+def _user_texts(cli: Cli, session_id: str) -> list[str]:
+    return [
+        e.payload.content[0].text  # type: ignore[union-attr]
+        for e in cli.stored(session_id)
+        if isinstance(e.payload, UserMessage)
+    ]
+
+
+def test_an_open_chat_reloads_a_session_another_process_appended_to(cli: Cli) -> None:
+    cli.write_config([{"text": "noted"}, {"text": "noted again"}])
+    setup = cli.run("chat", "-m", "open the session")
+    [session_id] = cli.session_ids()
+    assert setup.returncode == 0, setup.stderr
+    child = cli.spawn("-r", session_id)
+    other = cli.run("chat", "-r", session_id, "-m", "from another terminal")
+    assert other.returncode == 0, other.stderr
+    child.sendline("from the open chat")
+    child.expect("noted")
+    child.expect(PROMPT)
+    assert "reloading" in screen(child)
+    quit_chat(child)
+    assert _user_texts(cli, session_id) == [
+        "open the session",
+        "from another terminal",
+        "from the open chat",
+    ]

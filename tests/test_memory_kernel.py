@@ -121,6 +121,18 @@ async def test_a_session_namespace_keeps_its_memories_apart_from_the_agent_names
     assert await storage.list_all("ops") == []
 
 
+async def test_close_without_extraction_writes_nothing_and_asks_no_model() -> None:
+    model = Model()
+    agent, _ = await agent_with(InMemoryMemoryStorage(), model, interval=100)
+    session = await agent.new_session()
+    await (await session.send_message("hello")).join()
+    last_seq = session.last_seq
+    await session.close(extract_memories=False)
+    assert session.is_closed
+    assert session.last_seq == last_seq
+    assert model.extractions == []
+
+
 async def test_close_extraction_failure_never_blocks_close_or_shutdown() -> None:
     class Failing(InMemoryMemoryStorage):
         async def list_all(self, namespace: str) -> list[Memory]:

@@ -122,8 +122,12 @@ class SessionHandle:
             return await self.compact()
         return self.usage()
 
-    async def close(self) -> None:
-        await self._sessions.close(self._runtime, SessionTerminationMode.CLOSE)
+    async def close(self, *, extract_memories: bool = True) -> None:
+        """``extract_memories=False`` closes without writing to the ledger: for a session that
+        another process has appended to since, or holds right now."""
+        await self._sessions.close(
+            self._runtime, SessionTerminationMode.CLOSE, extract=extract_memories
+        )
 
     def _require_idle(self) -> None:
         if self._runtime.is_running:

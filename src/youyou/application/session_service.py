@@ -229,8 +229,13 @@ class SessionService:
                 ),
             )
 
-    async def close(self, runtime: SessionRuntime, mode: SessionTerminationMode) -> None:
-        """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release."""
+    async def close(
+        self, runtime: SessionRuntime, mode: SessionTerminationMode, *, extract: bool = True
+    ) -> None:
+        """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release.
+
+        ``extract=False`` writes nothing: for a copy another process has moved on from, or
+        one this process may not write right now."""
         if runtime.turn_state is TurnState.CLOSED:
             return
         turn = runtime.running_turn
@@ -263,7 +268,8 @@ class SessionService:
         if runtime.background:
             await asyncio.gather(*runtime.background, return_exceptions=True)
         try:
-            await self.extract_memories(runtime)
+            if extract:
+                await self.extract_memories(runtime)
         except Exception:
             logger.warning("memory extraction on close failed", exc_info=True)
         runtime.cancel.cancel()

@@ -11,12 +11,13 @@ from rich.text import Text
 from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
-from youyou.cli.render import RichTurnView, agent_error_text, context_line
+from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
 from youyou.cli.runtime import on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
+from youyou.cli.writer import SessionWriter
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
-from youyou.domain.errors import AgentError
+from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
 
@@ -31,6 +32,7 @@ class Chat:
         self.attachments: list[ImageBlock | FileContentBlock] = []
         self.expand_reasoning = False
         self.last_reasoning = ""
+        self.writer = SessionWriter(app.session_storage)
 
     @property
     def model_id(self) -> str:
@@ -59,7 +61,7 @@ class Chat:
         blocks: list[ContentBlock] = [TextBlock(text=text), *self.attachments]
         try:
             view = RichTurnView(self.console, expand_reasoning=self.expand_reasoning)
-            outcome = await run_turn(self.session, blocks, view)
+            outcome = await self.run(blocks, view)
         except AgentError as error:
             self.show_error(error)
             return None
@@ -68,6 +70,29 @@ class Chat:
         if outcome.status is not OutcomeStatus.COMPLETED:
             self.console.print(context_line(self.session.usage()))
         return outcome
+
+    async def run(self, blocks: list[ContentBlock], view: TurnView) -> TurnOutcome:
+        """One turn as the session's only writer (raises SESSION_BUSY if another process
+        writes it); a session another process appended to is reloaded first."""
+        async with self.writer.hold(self.session.session_id):
+            if await self.writer.moved_on(self.session):
+                await self.reload()
+            return await run_turn(self.session, blocks, view)
+
+    async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
+        """A compaction or mode switch, under the same rule as a turn."""
+        async with self.writer.hold(self.session.session_id):
+            if await self.writer.moved_on(self.session):
+                await self.reload()
+            await action(self.session)
+
+    async def reload(self) -> None:
+        session_id = self.session.session_id
+        self.console.print(
+            Text("the session changed in another process; reloading it", style="dim")
+        )
+        await self.session.close(extract_memories=False)  # its copy is out of date
+        self.session = await self.app.agent.resume_session(session_id)
 
     async def busy(self, note: str, action: Callable[[], Awaitable[None]]) -> None:
         """Run a slow step under a spinner; Ctrl+C meanwhile only says to wait."""
@@ -88,7 +113,17 @@ class Chat:
             if self.app.memory_storage is not None
             else "closing the session…"
         )
-        await self.busy(note, session.close)
+
+        async def close() -> None:
+            try:
+                async with self.writer.hold(session.session_id):
+                    await session.close()
+            except AgentError as error:  # another process writes it: leave the ledger alone
+                if error.code is not ErrorCode.SESSION_BUSY:
+                    raise
+                await session.close(extract_memories=False)
+
+        await self.busy(note, close)
         summary = session.summary
         if summary is None or summary.message_count == 0:
             with suppress(AgentError):  # nothing was stored for it

@@ -26,7 +26,6 @@ from youyou.cli.runtime import (
     data_dir,
     err_console,
     is_offline_model,
-    run_turn,
 )
 from youyou.cli.transcript import resolve_one
 from youyou.domain.config import SessionConfig
@@ -110,14 +109,14 @@ async def _one_shot(
             TextBlock(text=message),
             *(load_attachment(str(p)) for p in options.attach),
         ]
-        outcome = await run_turn(session, blocks, view)
+        outcome = await chat.run(blocks, view)
     except AgentError as error:
         chat.show_error(error)
         return EXIT_FAILED
     finally:
         await chat.close_session()
     if not options.json:
-        err_console.print(Text(f"session {session.session_id}", style="dim"))
+        err_console.print(Text(f"session {chat.session.session_id}", style="dim"))
     return _EXIT_CODES.get(outcome.status, EXIT_FAILED)
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from youyou.adapters.settings import MEMORY_MODE_NAMES, memory_mode_name
+from youyou.api.session import SessionHandle
 from youyou.cli.attachments import describe, load_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.render import context_line
@@ -71,10 +72,10 @@ async def _skills(chat: Chat, _: str) -> bool:
 
 
 async def _compact(chat: Chat, _: str) -> bool:
-    async def compact() -> None:
-        chat.console.print(context_line(await chat.session.compact()))
+    async def compact(session: SessionHandle) -> None:
+        chat.console.print(context_line(await session.compact()))
 
-    await chat.busy("compacting the conversation…", compact)
+    await chat.busy("compacting the conversation…", lambda: chat.exclusive(compact))
     return True
 
 
@@ -85,13 +86,13 @@ async def _mode(chat: Chat, argument: str) -> bool:
         current = memory_mode_name(chat.session.memory_mode)
         raise _usage_error(f"memory mode is {current}; choose one of {names}")
 
-    async def switch() -> None:
-        usage = await chat.session.set_memory_mode(mode)
+    async def switch(session: SessionHandle) -> None:
+        usage = await session.set_memory_mode(mode)
         chat.console.print(
             Text.assemble("memory mode: ", (argument.strip(), "bold"), "  ", context_line(usage))
         )
 
-    await chat.busy("switching the memory mode…", switch)
+    await chat.busy("switching the memory mode…", lambda: chat.exclusive(switch))
     return True
 
 

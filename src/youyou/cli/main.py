@@ -141,7 +141,8 @@ def serve(
     from youyou.workbench.server import serve as run_server
 
     options = ServeOptions(config, host, port, workers, "json" if log_format == "json" else "text")
-    console = Console(highlight=False)
+    # No markup: the start-up lines name config keys such as [[providers]] and [database].
+    console = Console(highlight=False, markup=False)
     _finish(guarded(lambda: run_server(options, console.print)))
 
 

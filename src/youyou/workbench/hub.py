@@ -37,7 +37,7 @@ from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.workbench.assembly import turn_options
-from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.store import ChatSessionRecord, SessionProjection, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data
@@ -87,6 +87,7 @@ class SessionHub:
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._open: dict[str, _Open] = {}
         self._claimed: set[str] = set()  # ledger ids some task of this process is writing
+        self._closing: dict[str, asyncio.Event] = {}  # idle sessions being closed, by ledger id
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._reaper: asyncio.Task[None] | None = None
@@ -153,11 +154,17 @@ class SessionHub:
         self._open[handle.session_id] = _Open(handle, time.monotonic())
         return record
 
-    async def send(self, chat: ChatSessionRecord, blocks: Sequence[ContentBlock]) -> TurnStream:
-        """Refusals (busy, bad input, unknown /skill) are raised before anything is stored."""
+    async def send(
+        self,
+        chat: ChatSessionRecord,
+        blocks: Sequence[ContentBlock],
+        language: Language = "zh-CN",
+    ) -> TurnStream:
+        """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
+        ``error`` frames of the turn are in ``language``."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
-        self._claim(ledger_id)
+        await self._claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
@@ -175,7 +182,9 @@ class SessionHub:
             self._claimed.discard(ledger_id)
             raise
         stream = TurnStream(chat.id, turn.turn_id)
-        task = asyncio.get_running_loop().create_task(self._pump(chat, handle, turn, stream))
+        task = asyncio.get_running_loop().create_task(
+            self._pump(chat, handle, turn, stream, language)
+        )
         self._turns[chat.id] = _Running(stream, turn, task)
         self._metrics.active_streams.inc()
         return stream
@@ -263,7 +272,11 @@ class SessionHub:
         if not self._accepting:
             raise ApiError(ApiCode.SERVER_SHUTTING_DOWN)
 
-    def _claim(self, ledger_id: str) -> None:
+    async def _claim(self, ledger_id: str) -> None:
+        """A session being closed for idleness (which may extract memories, a model call) is
+        waited for and then resumed; only a turn or a request that writes is ``TURN_BUSY``."""
+        while (closing := self._closing.get(ledger_id)) is not None:
+            await closing.wait()
         if ledger_id in self._claimed:
             raise ApiError(ApiCode.TURN_BUSY)
         self._claimed.add(ledger_id)
@@ -278,7 +291,7 @@ class SessionHub:
         """Exclusive use of a session's ledger for one request."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
-        self._claim(ledger_id)
+        await self._claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
@@ -293,7 +306,7 @@ class SessionHub:
         entry = self._open.get(ledger_id)
         if entry is not None and await self._storage.last_seq(ledger_id) != entry.handle.last_seq:
             logger.info("session %s changed on another process; reloading it", ledger_id)
-            await self._close(ledger_id)
+            await self._close(ledger_id, extract_memories=False)
             entry = None
         if entry is None:
             handle = await _agent_call(self._agent.resume_session(ledger_id))
@@ -301,12 +314,12 @@ class SessionHub:
         entry.last_used = time.monotonic()
         return entry.handle
 
-    async def _close(self, ledger_id: str) -> None:
+    async def _close(self, ledger_id: str, *, extract_memories: bool = True) -> None:
         entry = self._open.pop(ledger_id, None)
         if entry is None:
             return
         try:
-            await entry.handle.close()
+            await entry.handle.close(extract_memories=extract_memories)
         except AgentError:
             logger.warning("closing session %s failed", ledger_id, exc_info=True)
 
@@ -316,15 +329,23 @@ class SessionHub:
         await _agent_call(catalog.delete(ledger_id))
 
     async def _pump(
-        self, chat: ChatSessionRecord, handle: SessionHandle, turn: RunningTurn, stream: TurnStream
+        self,
+        chat: ChatSessionRecord,
+        handle: SessionHandle,
+        turn: RunningTurn,
+        stream: TurnStream,
+        language: Language,
     ) -> None:
         started = time.perf_counter()
         first = True
         compacted = False
         keeper = asyncio.get_running_loop().create_task(self._keep_lease(chat, turn))
+        # The turn's last frame waits until the session is free again, so a client that
+        # sends its next message the moment it reads the end of a turn is not refused.
+        held: list[Frame] = []
         try:
             async for event in turn.events:
-                data = frame_data(event)
+                data = frame_data(event, language)
                 if data is None:
                     continue
                 payload = event.payload
@@ -342,7 +363,11 @@ class SessionHub:
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
                     chat = await self._project(chat, handle, None, compacted=compacted)
-                stream.publish(Frame(event.sequence, payload.type, data))
+                frame = Frame(event.sequence, payload.type, data)
+                if held or payload.type in ("turn_complete", "turn_cancelled", "error"):
+                    held.append(frame)
+                else:
+                    stream.publish(frame)
             outcome = await turn.join()
             self._metrics.turns.labels(outcome=outcome.status.value).inc()
             if outcome.status is OutcomeStatus.PANICKED:
@@ -353,7 +378,6 @@ class SessionHub:
             keeper.cancel()
             with suppress(asyncio.CancelledError):
                 await keeper
-            stream.close()
             self._turns.pop(chat.id, None)
             self._metrics.active_streams.dec()
             with suppress(Exception):
@@ -362,6 +386,9 @@ class SessionHub:
             entry = self._open.get(chat.ledger_session_id)
             if entry is not None:
                 entry.last_used = time.monotonic()
+            for frame in held:
+                stream.publish(frame)
+            stream.close()
 
     async def _keep_lease(self, chat: ChatSessionRecord, turn: RunningTurn) -> None:
         while True:
@@ -424,6 +451,7 @@ class SessionHub:
                 if entry.last_used > cutoff or ledger_id in self._claimed:
                     continue
                 self._claimed.add(ledger_id)
+                closing = self._closing[ledger_id] = asyncio.Event()
                 try:
                     holder = await self._leases.acquire(
                         ledger_id, self.holder, self._settings.lease_ttl_s
@@ -435,6 +463,8 @@ class SessionHub:
                     logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
                 finally:
                     self._claimed.discard(ledger_id)
+                    del self._closing[ledger_id]
+                    closing.set()
 
 
 async def _agent_call(call: Awaitable[T]) -> T:

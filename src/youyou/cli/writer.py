@@ -1,0 +1,61 @@
+"""One writer per session across processes, for the terminal client.
+
+Two terminals on one session would otherwise both append at the same seq and one answer would
+be lost. Around every turn, compaction and mode switch the client takes the session's lease in
+the database (the same lease the workbench server takes): a second process is refused before it
+stores anything, with who holds the session; and a session another process appended to since
+it was opened here is reloaded before the next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.api.session import SessionHandle
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+
+# A process killed while writing leaves a lease that expires after this long.
+LEASE_TTL_S = 30.0
+
+
+class SessionWriter:
+    def __init__(self, storage: SqlSessionStorage) -> None:
+        self._storage = storage
+        self._leases = storage.leases()
+        self.holder = f"youyou chat, pid {os.getpid()} on {socket.gethostname()}"
+
+    @asynccontextmanager
+    async def hold(self, session_id: str) -> AsyncIterator[None]:
+        """The session's lease for the block, renewed while it runs."""
+        other = await self._leases.acquire(session_id, self.holder, LEASE_TTL_S)
+        if other is not None:
+            raise AgentError(
+                ErrorCode.SESSION_BUSY,
+                f"session {session_id} is in use by another process ({other}); "
+                "try again when it has finished",
+                source=ErrorSource.STORAGE,
+            )
+        renewal = asyncio.get_running_loop().create_task(self._renew(session_id))
+        try:
+            yield
+        finally:
+            renewal.cancel()
+            with suppress(asyncio.CancelledError):
+                await renewal
+            with suppress(AgentError):
+                await self._leases.release(session_id, self.holder)
+
+    async def _renew(self, session_id: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_TTL_S / 3)
+            with suppress(AgentError):
+                await self._leases.renew(session_id, self.holder, LEASE_TTL_S)
+
+    async def moved_on(self, session: SessionHandle) -> bool:
+        """Whether another process appended to the session since this handle last wrote."""
+        return await self._storage.last_seq(session.session_id) != session.last_seq
