@@ -81,6 +81,7 @@ async function start() {
   document.documentElement.lang = language();
   document.title = t("appTitle");
   onUnauthorized(() => {
+    saveAuth(null);
     if (user) leave();
   });
   window.addEventListener("hashchange", route);

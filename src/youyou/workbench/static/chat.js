@@ -134,6 +134,7 @@ export class ChatView {
       return;
     }
     this.main.replaceChildren(this.conversation);
+    this.composer.setLoading();
     this.log.replaceChildren(h("p", { class: "muted" }, t("loading")));
     let session, messages, config, available;
     try {
@@ -168,19 +169,20 @@ export class ChatView {
   renderHistory(messages) {
     this.log.replaceChildren();
     let answer = null;
-    for (const message of messages) {
+    messages.forEach((message, i) => {
       const info = { seq: message.seq, compacted: message.compacted, createdAt: message.createdAt };
       if (message.role === "assistant") {
         if (!answer) {
           answer = new Answer(info);
           this.log.append(answer.el);
         }
-        addStoredAssistant(answer, message);
+        // The last answer of a turn holds the calls of the rounds that had no words.
+        addStoredAssistant(answer, message, messages[i + 1]?.role !== "assistant");
       } else {
         answer = null;
         this.log.append(message.role === "user" ? userMessage(message.content, info) : systemMessage(message.content, info));
       }
-    }
+    });
     if (messages.length === 0) this.log.append(h("p", { class: "muted empty-log" }, t("emptyConversation")));
     this.pinned = true;
     this.log.scrollTop = this.log.scrollHeight;
@@ -334,6 +336,7 @@ export class ChatView {
       notify(error.message, "error");
       return false;
     }
+    this.sessions.upsert({ ...session, running: true, updatedAt: new Date().toISOString() }, true);
     this.follow(controller, response, answer, false);
     return true;
   }

@@ -117,8 +117,15 @@ export class Composer {
     );
   }
 
+  /** No typing until the session is there: its draft would replace what was typed. */
+  setLoading() {
+    this.draftKey = null;
+    this.input.disabled = true;
+  }
+
   /** A new session: its draft, the selected skills and the session's model. */
   setContext({ draftKey, skills, model }) {
+    this.input.disabled = false;
     this.draftKey = draftKey;
     this.skills = skills;
     this.model = model;
@@ -186,6 +193,7 @@ export class Composer {
     const content = this.attachments.length
       ? [...(text ? [{ type: "text", text }] : []), ...this.attachments.map((a) => a.block)]
       : text;
+    const draftKey = this.draftKey;
     this.sending = true;
     this.update();
     try {
@@ -193,6 +201,10 @@ export class Composer {
     } finally {
       this.sending = false;
       this.update();
+    }
+    if (this.draftKey !== draftKey) {
+      localStorage.removeItem(draftKey); // sent; the box shows another session's draft now
+      return;
     }
     this.input.value = "";
     this.clearAttachments();

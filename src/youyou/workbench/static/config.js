@@ -189,7 +189,6 @@ export class ConfigView {
     const body = h("div", { class: "form" }, h("label", {}, t("promptLabel"), label), h("label", {}, t("promptContent"), content));
     const title = prompt ? t("editPrompt", { name: prompt.label }) : t("newPrompt");
     for (;;) {
-      setTimeout(() => label.focus());
       const ok = await modal(title, body, [
         { label: t("cancel"), value: false },
         { label: t("save"), value: true, class: "primary" },

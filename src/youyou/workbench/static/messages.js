@@ -80,6 +80,11 @@ function toolOutput(toolName, output) {
   return toolName === "load_skill" ? output.split("\n", 1)[0] : output;
 }
 
+function noResult(state) {
+  state.textContent = t("toolNoResult");
+  state.className = "tool-state";
+}
+
 /** An assistant answer: text segments, reasoning and tool cards in the order they came. */
 export class Answer {
   constructor(info = {}) {
@@ -129,7 +134,7 @@ export class Answer {
     this.flush();
     this.segment = null; // text after the call is a new segment below the card
     const state = h("span", { class: "tool-state running" }, t("toolRunning"));
-    const output = h("pre", { class: "tool-output" });
+    const output = h("pre");
     const card = h(
       "details",
       { class: "tool", "aria-label": t("toolCall", { name: toolName }) },
@@ -144,7 +149,7 @@ export class Answer {
       ),
     );
     this.body.append(card);
-    this.tools.set(callId, { card, state, output });
+    this.tools.set(callId, { state, output });
   }
 
   toolEnd({ callId, toolName, output, isError, durationMs }) {
@@ -164,7 +169,7 @@ export class Answer {
   storedCall(call) {
     this.toolStart(call);
     if (call.output !== null && call.output !== undefined) this.toolEnd(call);
-    else this.tools.get(call.callId).state.textContent = t("toolNoResult");
+    else noResult(this.tools.get(call.callId).state);
   }
 
   /** Stops the live look; a running tool card that never ended says so. */
@@ -172,10 +177,7 @@ export class Answer {
     this.flush();
     this.el.classList.remove("streaming");
     for (const { state } of this.tools.values()) {
-      if (state.classList.contains("running")) {
-        state.textContent = t("toolNoResult");
-        state.className = "tool-state";
-      }
+      if (state.classList.contains("running")) noResult(state);
     }
   }
 
@@ -191,12 +193,14 @@ export class Answer {
   }
 }
 
-/** The assistant answers of one turn form one Answer; each stored message adds to it. */
-export function addStoredAssistant(answer, message) {
-  for (const block of message.content) {
-    if (block.type === "text") answer.storedText(block.text);
-  }
-  for (const call of message.toolCalls) answer.storedCall(call);
+/** The assistant answers of one turn form one Answer; each stored message adds to it.
+ * `callsFirst`: the calls were made before this text (a tool round without words hangs its
+ * calls on the answer that follows it), else the text came first and then the calls. */
+export function addStoredAssistant(answer, message, callsFirst) {
+  const texts = message.content.filter((block) => block.type === "text");
+  if (callsFirst) for (const call of message.toolCalls) answer.storedCall(call);
+  for (const block of texts) answer.storedText(block.text);
+  if (!callsFirst) for (const call of message.toolCalls) answer.storedCall(call);
   if (message.status === "incomplete") answer.incomplete();
 }
 

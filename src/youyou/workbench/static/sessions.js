@@ -25,6 +25,7 @@ export class SessionList {
     this.cursor = null;
     this.loading = false;
     this.generation = 0;
+    this.searchTimer = null;
     this.search = h("input", {
       type: "search",
       class: "search",
@@ -98,8 +99,12 @@ export class SessionList {
       return;
     }
     if (generation !== this.generation) return;
+    this.observer.unobserve(this.sentinel); // observed anew below: a fresh first report
     this.sentinel.remove();
-    for (const session of page.items) this.list.append(this.item(session));
+    for (const session of page.items) {
+      this.link(session.id)?.parentElement.remove(); // already shown by upsert
+      this.list.append(this.item(session));
+    }
     this.cursor = page.nextCursor;
     this.loading = false;
     if (this.cursor) {
@@ -108,6 +113,10 @@ export class SessionList {
     }
     const empty = this.list.childElementCount === 0;
     this.status.textContent = empty ? (q ? t("noMatches") : t("noSessions")) : "";
+  }
+
+  link(id) {
+    return this.list.querySelector(`a[data-id="${CSS.escape(id)}"]`);
   }
 
   item(session) {
@@ -128,7 +137,7 @@ export class SessionList {
 
   /** Shows a session's new state; `toTop` moves it first (it just changed). */
   upsert(session, toTop) {
-    const old = this.list.querySelector(`a[data-id="${CSS.escape(session.id)}"]`)?.parentElement;
+    const old = this.link(session.id)?.parentElement;
     const item = this.item(session);
     if (old && !toTop) old.replaceWith(item);
     else {
@@ -152,7 +161,11 @@ export async function newSession() {
   const model = h(
     "select",
     {},
-    available.map((m) => h("option", { value: m.id }, `${m.displayName} (${Math.round(m.contextWindow / 1000)}k)`)),
+    available.map((m) => h(
+      "option",
+      { value: m.id },
+      t("modelOption", { name: m.displayName, window: m.contextWindow.toLocaleString(document.documentElement.lang) }),
+    )),
   );
   const body = h(
     "div",
@@ -160,7 +173,6 @@ export async function newSession() {
     h("label", {}, t("title"), title),
     h("label", {}, t("model"), model),
   );
-  setTimeout(() => title.focus());
   const ok = await modal(t("newSession"), body, [
     { label: t("cancel"), value: false },
     { label: t("create"), value: true, class: "primary" },
