@@ -5,27 +5,29 @@ protocol-faithful fake OpenAI server running in the test process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from fakes.http_server import RecordedRequest
-from fakes.openai_server import FakeOpenAIServer, text_reply
+from fakes.http_server import RecordedRequest, StreamReply
+from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 
 _SCRIPT = Path(sys.executable).with_name("youyou")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "youyou"]
 MODEL = "fake-model"
-START_TIMEOUT_S = 30
+START_TIMEOUT_S = 60  # a loaded 2-core machine, several test runs at once
 
 
 def free_port() -> int:
@@ -230,3 +232,206 @@ class Workbench:
     def close(self) -> None:
         for api in self.clients:
             api.close()
+
+
+# -- helpers for process-level tests (several servers, signals, streams read in the background) --
+
+
+def start_together(
+    *servers: Server, args: tuple[str, ...] = (), timeout_s: float | None = None
+) -> None:
+    """Start several servers at once; on a loaded machine they may take a while together
+    (the default timeout is ``START_TIMEOUT_S`` per server)."""
+    for server in servers:
+        server.process = subprocess.Popen(
+            [*COMMAND, "serve", "--config", str(server.config), "--port", str(server.port), *args],
+            stdout=server.log_path.open("a", encoding="utf-8"),
+            stderr=subprocess.STDOUT,
+            env=server.env(),
+            cwd=str(server.root),
+            text=True,
+        )
+    deadline = time.monotonic() + (timeout_s or START_TIMEOUT_S * len(servers))
+    for server in servers:
+        process = server.process
+        assert process is not None
+        while not _healthy(server):
+            if process.poll() is not None or time.monotonic() > deadline:
+                for each in servers:
+                    each.kill()
+                raise RuntimeError(f"server {server.port} did not start: {server.log()}")
+            time.sleep(0.1)
+
+
+def _healthy(server: Server) -> bool:
+    try:
+        return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (uvicorn's worker processes), read from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid …": comm may hold spaces and parentheses
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def kill_tree(server: Server) -> None:
+    """SIGKILL a server and every process it started (``--workers N``)."""
+    if server.process is None:
+        return
+    for pid in descendants(server.process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    server.kill()
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval_s)
+    return condition()
+
+
+class StreamingSend:
+    """A send whose SSE answer is read frame by frame in a background thread, so a test can
+    act (cancel, signal, send elsewhere) while the turn runs."""
+
+    def __init__(self, api: Api, session_id: str, content: Any, timeout_s: float = 60) -> None:
+        self.frames: list[Frame] = []
+        self.status: int | None = None
+        self.body = b""
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._changed = threading.Condition()
+        self._http = httpx.Client(
+            base_url=api.http.base_url, headers=api.http.headers, timeout=timeout_s
+        )
+        self._thread = threading.Thread(
+            target=self._read, args=(f"/chat/sessions/{session_id}/messages", content), daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, path: str, content: Any) -> None:
+        try:
+            with self._http.stream("POST", path, json={"content": content}) as response:
+                self.status = response.status_code
+                if response.status_code != 200:
+                    self.body = response.read()
+                    return
+                for item in parse_sse(response.iter_lines()):
+                    if isinstance(item, Frame):
+                        with self._changed:
+                            self.frames.append(item)
+                            self._changed.notify_all()
+        except httpx.HTTPError as exc:  # e.g. the server was killed mid-stream
+            self.error = exc
+        finally:
+            self._http.close()
+            with self._changed:
+                self.done.set()
+                self._changed.notify_all()
+
+    def events(self) -> list[str]:
+        return [frame.event for frame in self.frames]
+
+    def wait_for(self, event: str, timeout_s: float = 30) -> Frame:
+        """The first frame named ``event``; fails if the stream ends or times out first."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                for frame in self.frames:
+                    if frame.event == event:
+                        return frame
+                left = deadline - time.monotonic()
+                if self.done.is_set() or left <= 0:
+                    raise AssertionError(
+                        f"no {event!r} frame: status {self.status}, events {self.events()}, "
+                        f"error {self.error!r}, body {self.body[:500]!r}"
+                    )
+                self._changed.wait(left)
+
+    def join(self, timeout_s: float = 30) -> list[Frame]:
+        """All frames, once the stream has ended."""
+        assert self.done.wait(timeout_s), f"stream still open; events so far {self.events()}"
+        return self.frames
+
+    def text(self) -> str:
+        return "".join(f.data["text"] for f in self.frames if f.event == "text_delta")
+
+
+def try_send(api: Api, session_id: str, content: Any) -> tuple[int, list[Frame], str]:
+    """(status, frames, error code) of one send, whatever its status."""
+    with api.http.stream(
+        "POST", f"/chat/sessions/{session_id}/messages", json={"content": content}
+    ) as response:
+        if response.status_code != 200:
+            response.read()
+            code: str = response.json()["error"]["code"]
+            return response.status_code, [], code
+        frames = [f for f in parse_sse(response.iter_lines()) if isinstance(f, Frame)]
+        return 200, frames, ""
+
+
+def send_when_free(api: Api, session_id: str, content: Any, timeout_s: float) -> list[Frame]:
+    """Send once the session is free: a process that died holds its lease until it expires,
+    and until then every send is 409 ``TURN_BUSY``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status, frames, code = try_send(api, session_id, content)
+        if status == 200:
+            return frames
+        assert (status, code) == (409, "TURN_BUSY"), (status, code)
+        assert time.monotonic() < deadline, f"the session stayed busy for {timeout_s} s"
+        time.sleep(0.2)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4 addresses a local socket listens on ``port`` (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, _, hex_port = local.partition(":")
+        if state == "0A" and int(hex_port, 16) == port:  # 0A = LISTEN
+            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    return found
+
+
+def pausing_reply(first: str, pause_s: float) -> StreamReply:
+    """``first`` at once, then nothing for ``pause_s`` (a hang-up cuts the pause short),
+    then the end of the answer."""
+    return OpenAIStream().text(first).delay(pause_s).text("Done.").finish().usage(10, 5).reply()
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """The text of a message of ``GET …/messages``."""
+    return "".join(block.get("text", "") for block in message["content"])
+
+
+def model_messages(request: RecordedRequest) -> list[tuple[str, str]]:
+    """(role, text) of every message a request to the fake model carried."""
+    out = []
+    for message in request.json["messages"]:
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content)
+        out.append((message["role"], content))
+    return out

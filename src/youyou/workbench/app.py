@@ -28,6 +28,7 @@ from youyou.workbench.context import RequestContext, Workbench, error_body, requ
 from youyou.workbench.errors import ApiCode, ApiError, language_of
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.metrics import Metrics
+from youyou.workbench.openapi import describe_real_responses
 from youyou.workbench.routes import assets, auth, chat, ops
 from youyou.workbench.store import WorkbenchStore
 
@@ -125,6 +126,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     for router in (auth.router, assets.router, chat.router, ops.router):
         app.include_router(router)
+    describe_real_responses(app)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> Response:

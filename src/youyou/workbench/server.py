@@ -33,6 +33,10 @@ _CONFIG_ENV = "YOUYOU_SERVE_CONFIG"
 _LOG_ENV = "YOUYOU_SERVE_LOG_FORMAT"
 # An SSE stream still open at shutdown is given this long after its turn was cancelled.
 GRACEFUL_SHUTDOWN_S = 10
+# A worker that does not answer uvicorn's health ping for this long is killed and replaced.
+# A new worker answers only once it has imported the server (several seconds on a busy
+# machine), so uvicorn's default of 5 s kills every worker before it starts, forever.
+WORKER_HEALTHCHECK_S = 60
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -162,6 +166,7 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
         workers=server.workers,
         log_config=None,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         proxy_headers=False,
     )
     if server.workers > 1:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.events import (
     AgentEvent,
     ContextCompacted,
@@ -27,6 +28,7 @@ from youyou.domain.events import (
     TurnComplete,
     TurnStarted,
 )
+from youyou.workbench.errors import ApiCode, ApiError, Language, catalog_message, from_agent_error
 
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -46,10 +48,20 @@ def camel(data: dict[str, Any]) -> dict[str, Any]:
     return {to_camel(key): value for key, value in data.items()}
 
 
-def frame_data(event: AgentEvent) -> dict[str, Any] | None:
+def api_error_of(event: ErrorEvent) -> ApiError:
+    """A turn's fatal error in the API's catalog, like any HTTP error: its code and detail,
+    never the text of an internal failure (which may hold SQL or paths)."""
+    try:
+        code = ErrorCode(event.code)
+    except ValueError:
+        return ApiError(ApiCode.INTERNAL_ERROR)
+    return from_agent_error(AgentError(code, event.message))
+
+
+def frame_data(event: AgentEvent, language: Language = "zh-CN") -> dict[str, Any] | None:
     """The SSE payload of a kernel event; None for events clients do not see (non-fatal
     errors the model already got back as a tool result). ``turn_complete``'s ``memory`` is
-    added by the caller, who knows the session."""
+    added by the caller, who knows the session. An ``error`` speaks the sender's language."""
     payload = event.payload
     match payload:
         case TurnStarted():
@@ -79,7 +91,13 @@ def frame_data(event: AgentEvent) -> dict[str, Any] | None:
         case TurnCancelled():
             return {}
         case ErrorEvent():
-            return {"code": payload.code, "message": payload.message} if payload.fatal else None
+            if not payload.fatal:
+                return None
+            error = api_error_of(payload)
+            return {
+                "code": error.code.value,
+                "message": catalog_message(error.code, language, error.detail),
+            }
     return None
 
 

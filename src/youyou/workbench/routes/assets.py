@@ -34,6 +34,12 @@ from youyou.workbench.store import PromptRecord, SkillNameTaken, SkillRecord
 router = APIRouter(prefix="/chat", tags=["configuration"], responses=ASSET_ERRORS)
 
 
+class MarkdownResponse(PlainTextResponse):
+    """A SKILL.md as it was uploaded (documented as ``text/markdown`` only)."""
+
+    media_type = "text/markdown"
+
+
 def prompt_out(prompt: PromptRecord) -> PromptOut:
     return PromptOut(
         id=prompt.id,
@@ -102,6 +108,16 @@ async def create_prompt(
     return Envelope(data=prompt_out(prompt), request_id=rid)
 
 
+@router.get("/prompts/{prompt_id}")
+async def get_prompt(
+    prompt_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[PromptOut]:
+    prompt = await wb.store.prompt(user.id, prompt_id)
+    if prompt is None:
+        raise ApiError(ApiCode.NOT_FOUND)
+    return Envelope(data=prompt_out(prompt), request_id=rid)
+
+
 @router.put("/prompts/{prompt_id}")
 async def update_prompt(
     prompt_id: str, body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
@@ -154,14 +170,13 @@ async def upload_skill(
 
 @router.get(
     "/skills/{skill_id}/content",
-    response_class=PlainTextResponse,
-    responses={200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}},
+    response_class=MarkdownResponse,
 )
-async def skill_content(skill_id: str, wb: WorkbenchDep, user: UserDep) -> PlainTextResponse:
+async def skill_content(skill_id: str, wb: WorkbenchDep, user: UserDep) -> MarkdownResponse:
     skill = await wb.store.skill(user.id, skill_id)
     if skill is None:
         raise ApiError(ApiCode.NOT_FOUND)
-    return PlainTextResponse(skill.content, media_type="text/markdown; charset=utf-8")
+    return MarkdownResponse(skill.content)
 
 
 @router.delete("/skills/{skill_id}", status_code=204, response_class=Response)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
-from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
+from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.history import history
 from youyou.workbench.hub import memory_payload
@@ -157,13 +157,13 @@ async def clear_messages(
 
 @router.post("/{session_id}/messages", response_class=StreamingResponse, responses=_SSE)
 async def send_message(
-    session_id: str, body: SendBody, wb: WorkbenchDep, user: UserDep
+    session_id: str, body: SendBody, wb: WorkbenchDep, user: UserDep, lang: LanguageDep
 ) -> StreamingResponse:
     """Streams the answer. Leaving the stream does not cancel the turn; only
     ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
     an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
     chat = await owned(wb, user, session_id)
-    stream = await wb.hub.send(chat, _blocks(body))
+    stream = await wb.hub.send(chat, _blocks(body), lang)
     return _sse(wb, stream, 0)
 
 
