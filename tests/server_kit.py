@@ -296,10 +296,11 @@ def kill_tree(server: Server) -> None:
     """SIGKILL a server and every process it started (``--workers N``)."""
     if server.process is None:
         return
-    for pid in descendants(server.process.pid):
+    children = descendants(server.process.pid)
+    server.kill()  # first the supervisor, so that it starts no new worker
+    for pid in children:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    server.kill()
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:

@@ -44,6 +44,70 @@ class Frame:
         return f"id: {self.id}\nevent: {self.event}\ndata: {body}\n\n".encode()
 
 
+def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {**required, **optional},
+        "required": list(required),
+    }
+
+
+_STRING = {"type": "string"}
+_INTEGER = {"type": "integer"}
+_USAGE = _object(
+    {"inputTokens": _INTEGER, "outputTokens": _INTEGER, "totalTokens": _INTEGER},
+    reasoningTokens={"type": ["integer", "null"]},
+)
+# The JSON in ``data`` of each event, as ``frame_data`` (and the hub, for ``memory``) builds it.
+EVENT_DATA: dict[str, dict[str, Any]] = {
+    "turn_started": _object({"turnId": _STRING, "userMessageSeq": _INTEGER}),
+    "text_delta": _object({"text": _STRING}),
+    "reasoning_delta": _object({"text": _STRING}),
+    "tool_call_start": _object(
+        {"callId": _STRING, "toolName": _STRING, "arguments": {"type": "object"}}
+    ),
+    "tool_call_end": _object(
+        {
+            "callId": _STRING,
+            "toolName": _STRING,
+            "output": _STRING,
+            "isError": {"type": "boolean"},
+            "durationMs": _INTEGER,
+        }
+    ),
+    "context_compacted": _object({"mode": _STRING, "replacesThroughSeq": _INTEGER}),
+    "turn_complete": _object(
+        {"usage": _USAGE, "memory": {"$ref": "#/components/schemas/MemoryOut"}}
+    ),
+    "turn_cancelled": _object({}),
+    "error": _object({"code": _STRING, "message": _STRING}),
+}
+# OpenAPI ``itemSchema`` of ``text/event-stream``: one event as a client's parser sees it.
+SSE_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "Sequence within the turn; send the last one seen as Last-Event-ID "
+            "to re-attach.",
+        },
+        "event": {"enum": list(EVENT_DATA)},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+    "oneOf": [
+        {
+            "properties": {
+                "event": {"const": event},
+                "data": {"contentMediaType": "application/json", "contentSchema": data},
+            }
+        }
+        for event, data in EVENT_DATA.items()
+    ],
+}
+
+
 def camel(data: dict[str, Any]) -> dict[str, Any]:
     return {to_camel(key): value for key, value in data.items()}
 

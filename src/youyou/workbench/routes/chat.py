@@ -27,7 +27,7 @@ from youyou.workbench.schemas import (
     TextBlockIn,
 )
 from youyou.workbench.store import ChatSessionRecord, UserRecord
-from youyou.workbench.streams import TurnStream
+from youyou.workbench.streams import SSE_EVENT_SCHEMA, TurnStream
 
 router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
 
@@ -41,7 +41,7 @@ _SSE: dict[int | str, dict[str, Any]] = {
             "{mode, replacesThroughSeq}, turn_complete {usage, memory}, turn_cancelled {}, "
             "error {code, message}. Lines starting with ':' are keep-alives."
         ),
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"itemSchema": SSE_EVENT_SCHEMA}},
     }
 }
 

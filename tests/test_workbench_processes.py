@@ -1,0 +1,257 @@
+"""Several ``youyou serve`` processes on one PostgreSQL database behave as one server.
+
+Two servers on two ports share a database and the fake model: a session's turn is held by a
+lease in the database, so a send to one while a turn runs on the other is refused, a cancel
+sent to either stops it, a process that cached a session reloads it when the other appended,
+and the lease of a process that died expires. ``--workers 2`` is the same thing behind one
+port; on SQLite it is refused before the server listens.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fakes.http_server import RecordedRequest, Reply
+from fakes.openai_server import FakeOpenAIServer, text_reply
+from server_kit import (
+    COMMAND,
+    START_TIMEOUT_S,
+    Api,
+    Server,
+    StreamingSend,
+    descendants,
+    free_port,
+    kill_tree,
+    model_messages,
+    pausing_reply,
+    start_together,
+    text_of,
+    try_send,
+    write_config,
+)
+
+StartPair = Callable[..., tuple[Server, Server]]
+
+FIRST_PIECE = "Checking the disk. "
+# A cancel is seen by the process running the turn when it next renews its lease (every
+# 0.5 s); the bound leaves room for a loaded test machine.
+CANCEL_BOUND_S = 4.0
+
+
+def slow_reply(pause_s: float) -> Reply:
+    return pausing_reply(FIRST_PIECE, pause_s)
+
+
+def echo(request: RecordedRequest) -> Reply:
+    """Answers ``answer to <the last user message>``."""
+    return text_reply(f"answer to {model_messages(request)[-1][1]}")
+
+
+def history(api: Api, session_id: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = api.data("GET", f"/chat/sessions/{session_id}/messages")
+    return messages
+
+
+@pytest.fixture
+def start_pair(tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer) -> Iterator[StartPair]:
+    """``start_pair(extra=…)`` → two servers on two ports, one database, one fake model."""
+    started: list[Server] = []
+
+    def start(extra: str = "") -> tuple[Server, Server]:
+        pair = []
+        for name in ("a", "b"):
+            root = tmp_path / name
+            root.mkdir()
+            config = write_config(root, pg_url, fake_model.base_url, extra=extra)
+            pair.append(Server(root, config, free_port()))
+        started.extend(pair)
+        start_together(*pair)
+        return pair[0], pair[1]
+
+    yield start
+    for server in started:
+        kill_tree(server)
+
+
+def same_user(a: Server, b: Server, username: str) -> tuple[Api, Api]:
+    """One user signed in once, with a client on each server."""
+    on_a = Api.signed_up(a.url, username)
+    return on_a, Api(b.url, on_a.token)
+
+
+def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
+    start_pair: StartPair, fake_model: FakeOpenAIServer
+) -> None:
+    a, b = start_pair()
+    on_a, on_b = same_user(a, b, "alice")
+    sid = on_a.new_session()["id"]
+    fake_model.enqueue(slow_reply(pause_s=2))
+    turn = StreamingSend(on_b, sid, "first")
+    turn.wait_for("text_delta")
+
+    busy = on_a.error("POST", f"/chat/sessions/{sid}/messages", 409, json={"content": "second"})
+    assert busy["code"] == "TURN_BUSY"
+    mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
+    assert mode["code"] == "TURN_BUSY"
+    assert on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)["code"] == "TURN_BUSY"
+
+    assert turn.join()[-1].event == "turn_complete"
+    assert on_a.send(sid, "second")[-1].event == "turn_complete"
+    users = [text_of(m) for m in history(on_b, sid) if m["role"] == "user"]
+    assert users == ["first", "second"]
+
+
+def test_a_cancel_sent_to_one_server_stops_the_turn_on_the_other(
+    start_pair: StartPair, fake_model: FakeOpenAIServer
+) -> None:
+    a, b = start_pair()
+    on_a, on_b = same_user(a, b, "bob")
+    sid = on_a.new_session()["id"]
+    fake_model.enqueue(slow_reply(pause_s=60))
+    turn = StreamingSend(on_b, sid, "a long answer please")
+    turn.wait_for("text_delta")
+    provider_request = fake_model.requests[-1]
+
+    asked = time.monotonic()
+    on_a.data("POST", f"/chat/sessions/{sid}/cancel")
+    turn.wait_for("turn_cancelled", timeout_s=15)
+    took = time.monotonic() - asked
+    assert took < CANCEL_BOUND_S, f"the cancel took {took:.1f} s"
+    assert turn.join()[-1].event == "turn_cancelled"
+    assert turn.text() == FIRST_PIECE
+    assert provider_request.disconnected.wait(5), "the provider stream stayed open"
+
+    for api in (on_a, on_b):
+        messages = history(api, sid)
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[1]["status"] == "incomplete"
+        assert text_of(messages[1]) == FIRST_PIECE
+    assert on_a.send(sid, "shorter then")[-1].event == "turn_complete"
+
+
+def test_messages_through_either_server_make_one_history(
+    start_pair: StartPair, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.default = echo
+    a, b = start_pair()
+    on_a, on_b = same_user(a, b, "carol")
+    sid = on_a.new_session()["id"]  # opened, and cached, on A
+    questions = ["q1 via A", "q2 via B", "q3 via A", "q4 via B", "q5 via A"]
+    for number, question in enumerate(questions):
+        api = (on_a, on_b)[number % 2]
+        frames = api.send(sid, question)
+        assert frames[-1].event == "turn_complete", frames
+
+    expected = []
+    for question in questions:
+        expected += [("user", question), ("assistant", f"answer to {question}")]
+    seen = [[(m["role"], text_of(m)) for m in history(api, sid)] for api in (on_a, on_b)]
+    assert seen[0] == seen[1] == expected
+    seqs = [[m["seq"] for m in history(api, sid)] for api in (on_a, on_b)]
+    assert seqs[0] == seqs[1] == sorted(seqs[0])
+
+    # Each server had the session cached from its previous send; the other one appended
+    # since, and what the model was sent shows that it reloaded before answering.
+    requests = {model_messages(r)[-1][1]: model_messages(r) for r in fake_model.requests}
+    for number, question in enumerate(questions):
+        sent = [m for m in requests[question] if m[0] in ("user", "assistant")]
+        assert sent == expected[: 2 * number + 1], question
+
+
+def test_the_lease_of_a_killed_server_expires(
+    start_pair: StartPair, fake_model: FakeOpenAIServer
+) -> None:
+    ttl_s = 2
+    a, b = start_pair(extra=f"[server]\nlease_ttl_s = {ttl_s}")
+    on_a, on_b = same_user(a, b, "dave")
+    sid = on_a.new_session()["id"]
+    fake_model.enqueue(slow_reply(pause_s=60))
+    turn = StreamingSend(on_b, sid, "before the crash")
+    turn.wait_for("text_delta")
+    b.kill()  # SIGKILL: no cleanup, the lease stays in the database
+    killed = time.monotonic()
+    turn.join()
+    assert turn.error is not None, "the stream must break, not end cleanly"
+
+    attempts: list[tuple[float, int, str]] = []
+    while True:
+        status, frames, code = try_send(on_a, sid, "after the crash")
+        attempts.append((time.monotonic() - killed, status, code))
+        if status == 200:
+            break
+        assert (status, code) == (409, "TURN_BUSY"), attempts
+        assert time.monotonic() - killed < ttl_s + 20, f"the lease never expired: {attempts}"
+        time.sleep(0.2)
+    assert frames[-1].event == "turn_complete"
+    # Refused while the dead process's lease lived, accepted once it expired.
+    if attempts[0][0] < ttl_s / 2:
+        assert attempts[0][1] == 409, attempts
+    users = [text_of(m) for m in history(on_a, sid) if m["role"] == "user"]
+    assert users == ["before the crash", "after the crash"]
+
+
+def test_two_workers_on_postgresql_serve_as_one(
+    tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer
+) -> None:
+    config = write_config(tmp_path, pg_url, fake_model.base_url)
+    server = Server(tmp_path, config, free_port())
+    try:
+        # uvicorn starts the workers one after the other, each importing the server anew
+        start_together(server, args=("--workers", "2"), timeout_s=3 * START_TIMEOUT_S)
+        assert server.process is not None
+        assert len(descendants(server.process.pid)) >= 2, "expected two worker processes"
+        api = Api.signed_up(server.url, "erin")
+        sid = api.new_session()["id"]
+        auth = {"Authorization": f"Bearer {api.token}"}
+
+        def fresh(method: str, path: str, **kwargs: Any) -> httpx.Response:
+            """A new connection each time, so either worker may answer."""
+            return httpx.request(method, f"{server.url}{path}", headers=auth, timeout=30, **kwargs)
+
+        statuses = [fresh("GET", f"/chat/sessions/{sid}").status_code for _ in range(20)]
+        assert statuses == [200] * 20
+
+        fake_model.enqueue(slow_reply(pause_s=60))
+        turn = StreamingSend(api, sid, "first")
+        turn.wait_for("text_delta")
+        for _ in range(6):
+            busy = fresh("POST", f"/chat/sessions/{sid}/messages", json={"content": "again"})
+            assert busy.status_code == 409, busy.text
+            assert busy.json()["error"]["code"] == "TURN_BUSY"
+        assert fresh("POST", f"/chat/sessions/{sid}/cancel").status_code == 200
+        turn.wait_for("turn_cancelled", timeout_s=15)
+        assert api.send(sid, "second")[-1].event == "turn_complete"
+        assert server.stop() == 0
+    finally:
+        kill_tree(server)
+
+
+def test_workers_on_sqlite_are_refused_before_listening(
+    tmp_path: Path, sqlite_url: str, fake_model: FakeOpenAIServer
+) -> None:
+    config = write_config(tmp_path, sqlite_url, fake_model.base_url)
+    port = free_port()
+    server = Server(tmp_path, config, port)
+    started = subprocess.run(
+        [*COMMAND, "serve", "--config", str(config), "--port", str(port), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        env=server.env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert started.returncode != 0
+    said = " ".join((started.stdout + started.stderr).split())  # the console wraps lines
+    assert "--workers > 1 needs PostgreSQL" in said, said
+    assert "Set [database] url or YOUYOU_DATABASE_URL to a postgresql:// URL" in said, said
+    assert "YouYou workbench on" not in said
+    assert not (tmp_path / "youyou.db").exists(), "nothing may be created or migrated"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/healthz")
