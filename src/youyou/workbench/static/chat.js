@@ -42,7 +42,8 @@ export class ChatView {
     this.usage = h("span", { class: "usage" });
     this.mode = h(
       "select",
-      { id: "memory-mode", onchange: () => this.setMode() },
+      // Enabled once a session is open: a choice made before that would have nothing to save.
+      { id: "memory-mode", disabled: true, onchange: () => this.setMode() },
       MODES.map((mode) => h("option", { value: mode }, t(`mode.${mode}`))),
     );
     this.compactButton = h("button", { type: "button", onclick: () => this.compact() }, t("compact"));
@@ -226,6 +227,7 @@ export class ChatView {
     this.usage.textContent = text;
     this.contextBar.dataset.level = percent >= BLOCK_PERCENT ? "danger" : percent >= WARN_PERCENT ? "warn" : "ok";
     this.mode.value = memory.mode;
+    this.mode.disabled = this.running;
     this.compactButton.disabled = this.running || !memory.canCompact;
     const blocked = percent >= BLOCK_PERCENT;
     this.notice.hidden = !blocked;
@@ -252,6 +254,7 @@ export class ChatView {
 
   async setMode() {
     const session = this.session;
+    if (!session) return;
     const previous = session.memory;
     this.mode.disabled = true;
     try {
