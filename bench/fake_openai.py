@@ -1,0 +1,103 @@
+"""A zero-latency fake OpenAI Chat Completions endpoint for load benchmarks.
+
+Every ``POST …/chat/completions`` is answered at once with a streamed completion in the
+public wire format: a role chunk, a few text deltas, ``finish_reason = "stop"``, a usage chunk
+and ``data: [DONE]``. HTTP/1.1 keep-alive, no scripting, no recording: it exists so the model
+is never what a benchmark measures. (The protocol-faithful, scriptable fake the tests use is
+``tests/fakes/openai_server.py``.)
+
+Run: ``python bench/fake_openai.py --port P`` (prints ``ready <port>`` when listening).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+
+PIECES = ("Checked ", "the dashboards: ", "nothing is on fire.")
+
+
+def _chunk(choices: list[dict[str, object]], usage: dict[str, int] | None = None) -> bytes:
+    body: dict[str, object] = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "fake-model",
+        "choices": choices,
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _delta(delta: dict[str, str], finish: str | None = None) -> bytes:
+    return _chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+
+
+STREAM = b"".join(
+    (
+        _delta({"role": "assistant", "content": ""}),
+        *(_delta({"content": piece}) for piece in PIECES),
+        _delta({}, "stop"),
+        _chunk([], {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}),
+        b"data: [DONE]\n\n",
+    )
+)
+REPLY = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+    + f"content-length: {len(STREAM)}\r\n\r\n".encode()
+    + STREAM
+)
+NOT_FOUND = (
+    b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+)
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            request_line, *header_lines = head.decode("latin-1").split("\r\n")
+            length = 0
+            for line in header_lines:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            if length:
+                await reader.readexactly(length)
+            path = request_line.split(" ")[1] if " " in request_line else ""
+            writer.write(REPLY if path.endswith("/chat/completions") else NOT_FOUND)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main(port: int) -> None:
+    server = await asyncio.start_server(_serve, "127.0.0.1", port, backlog=1024)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"ready {server.sockets[0].getsockname()[1]}", flush=True)
+    async with server:
+        await stop.wait()
+
+
+def run() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    port = parser.parse_args().port
+    try:
+        import uvloop  # type: ignore[import-not-found]  # optional and faster
+    except ImportError:
+        asyncio.run(main(port))
+    else:
+        uvloop.run(main(port))
+
+
+if __name__ == "__main__":
+    run()
