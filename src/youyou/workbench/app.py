@@ -22,10 +22,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
+from youyou.domain.errors import AgentError
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, LoginLimiter
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
-from youyou.workbench.errors import ApiCode, ApiError, language_of
+from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
@@ -142,6 +143,11 @@ def create_app(settings: Settings) -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         code = _STATUS_CODES.get(exc.status_code, ApiCode.VALIDATION_INVALID_ARGUMENT)
         return _error_response(request, ApiError(code))
+
+    @app.exception_handler(AgentError)
+    async def kernel_error(request: Request, exc: AgentError) -> Response:
+        logger.warning("request failed: %s", exc, exc_info=exc)
+        return _error_response(request, from_agent_error(exc))
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> Response:

@@ -77,7 +77,9 @@ CATALOG: dict[str, _Entry] = {
     ),
     ApiCode.MODEL_ERROR: _Entry(502, "模型调用失败", "The model call failed"),
     ApiCode.SERVER_SHUTTING_DOWN: _Entry(503, "服务器正在关闭", "The server is shutting down"),
-    ApiCode.SERVICE_UNAVAILABLE: _Entry(503, "数据库不可用", "The database is not answering"),
+    ApiCode.SERVICE_UNAVAILABLE: _Entry(
+        503, "数据库暂时不可用，请稍后重试", "The database is not answering; try again shortly"
+    ),
     ApiCode.INTERNAL_ERROR: _Entry(500, "服务器内部错误", "Internal server error"),
 }
 
@@ -127,11 +129,14 @@ _KERNEL_TO_API: dict[ErrorCode, ApiCode] = {
     ErrorCode.COMPACT_ERROR: ApiCode.MODEL_ERROR,
     ErrorCode.AGENT_SHUTDOWN: ApiCode.SERVER_SHUTTING_DOWN,
     ErrorCode.SESSION_NOT_FOUND: ApiCode.NOT_FOUND,
+    ErrorCode.STORAGE_ERROR: ApiCode.SERVICE_UNAVAILABLE,
 }
 
 
 def from_agent_error(error: AgentError) -> ApiError:
     code = _KERNEL_TO_API.get(error.code, ApiCode.INTERNAL_ERROR)
+    if code is ApiCode.SERVICE_UNAVAILABLE:  # the details (SQL, paths) stay in the log
+        return ApiError(code, headers={"Retry-After": "1"})
     if code is ApiCode.INTERNAL_ERROR:
         return ApiError(code)
     return ApiError(code, error.message)

@@ -12,6 +12,7 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {**_ERROR, "description": "AUTH_UNAUTHENTICATED: missing, invalid or expired token"},
     413: {**_ERROR, "description": "PAYLOAD_TOO_LARGE: body over the server limit"},
     500: {**_ERROR, "description": "INTERNAL_ERROR"},
+    503: {**_ERROR, "description": "SERVICE_UNAVAILABLE: database busy or down (Retry-After)"},
 }
 SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
     **COMMON_ERRORS,
@@ -19,7 +20,7 @@ SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
     404: {**_ERROR, "description": "NOT_FOUND: unknown session"},
     409: {**_ERROR, "description": "TURN_BUSY: a turn or compaction is running in the session"},
     502: {**_ERROR, "description": "MODEL_ERROR: the summary model failed"},
-    503: {**_ERROR, "description": "SERVER_SHUTTING_DOWN"},
+    503: {**_ERROR, "description": "SERVER_SHUTTING_DOWN, or SERVICE_UNAVAILABLE (database)"},
 }
 ASSET_ERRORS: dict[int | str, dict[str, Any]] = {
     **COMMON_ERRORS,
