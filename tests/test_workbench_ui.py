@@ -37,7 +37,7 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 PASSWORD = "correct horse"
-TIMEOUT_MS = 10_000
+TIMEOUT_MS = 30_000  # generous: a loaded 2-core machine runs the server, Chromium and the tests
 GOOD_SKILL = b"""---
 name: disk-triage
 description: Find what fills a disk and free space safely.
@@ -133,7 +133,7 @@ def slow_reply(*pieces: str, delay_s: float) -> StreamReply:
     return OpenAIStream().text(*pieces, delay_s=delay_s).finish().usage(10, 5).reply()
 
 
-def wait_for(condition: Callable[[], Any], timeout_s: float = 5.0) -> Any:
+def wait_for(condition: Callable[[], Any], timeout_s: float = 15.0) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if value := condition():
