@@ -268,7 +268,7 @@ export class ChatView {
       this.mode.value = previous.mode;
       notify(error.message, "error");
     } finally {
-      this.mode.disabled = this.running;
+      this.mode.disabled = this.running || !this.session;
     }
   }
 
@@ -294,7 +294,7 @@ export class ChatView {
     this.running = running;
     this.composer.setRunning(running);
     this.log.setAttribute("aria-busy", String(running));
-    this.mode.disabled = running;
+    this.mode.disabled = running || !this.session;
     this.compactButton.disabled = running || !this.session?.memory.canCompact;
   }
 
