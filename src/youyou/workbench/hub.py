@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -39,7 +39,8 @@ from youyou.domain.turn import OutcomeStatus
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 from youyou.workbench.metrics import Metrics
-from youyou.workbench.store import ChatSessionRecord, SessionProjection, WorkbenchStore
+from youyou.workbench.schemas import MemoryOut
+from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data
 
 logger = logging.getLogger(__name__)
@@ -359,7 +360,7 @@ class SessionHub:
                     self._metrics.provider_errors.inc()
                 if isinstance(payload, TurnComplete):
                     chat = await self._project(chat, handle, payload.context, compacted=compacted)
-                    data["memory"] = memory_payload(chat)
+                    data["memory"] = memory_out(chat).model_dump(mode="json", by_alias=True)
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
                     chat = await self._project(chat, handle, None, compacted=compacted)
@@ -437,10 +438,7 @@ class SessionHub:
         return projected
 
     async def _save(self, chat: ChatSessionRecord) -> None:
-        projection = SessionProjection(
-            **{f.name: getattr(chat, f.name) for f in fields(SessionProjection)}
-        )
-        await self._store.update_chat_session(chat.id, projection)
+        await self._store.update_chat_session(chat.id, chat.projection)
 
     async def _reap_idle(self) -> None:
         idle_s = self._settings.session_idle_s
@@ -475,16 +473,20 @@ async def _agent_call(call: Awaitable[T]) -> T:
         raise from_agent_error(err) from err
 
 
-def memory_payload(chat: ChatSessionRecord) -> dict[str, object]:
-    window = chat.context_window_tokens
-    usage = ContextUsage.of(chat.context_tokens, window, can_compact=False)
-    return {
-        "mode": chat.memory_mode,
-        "summary": chat.summary,
-        "compactedMessageCount": chat.compacted_message_count,
-        "contextTokens": chat.context_tokens,
-        "contextWindowTokens": window,
-        "contextUsagePercent": usage.percent,
-        "canCompact": chat.message_count > chat.compacted_message_count,
-        "lastCompactedAt": chat.last_compacted_at.isoformat() if chat.last_compacted_at else None,
-    }
+def memory_out(chat: ChatSessionRecord) -> MemoryOut:
+    """The ``memory`` of a session in the API and in ``turn_complete``: one projection."""
+    usage = ContextUsage.of(
+        chat.context_tokens,
+        chat.context_window_tokens,
+        can_compact=chat.message_count > chat.compacted_message_count,
+    )
+    return MemoryOut(
+        mode=chat.memory_mode,  # validated: only names of MEMORY_MODE_NAMES are stored
+        summary=chat.summary,
+        compacted_message_count=chat.compacted_message_count,
+        context_tokens=usage.tokens,
+        context_window_tokens=usage.window,
+        context_usage_percent=usage.percent,
+        can_compact=usage.can_compact,
+        last_compacted_at=chat.last_compacted_at,
+    )

@@ -12,13 +12,12 @@ from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, Te
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.history import history
-from youyou.workbench.hub import memory_payload
+from youyou.workbench.hub import memory_out
 from youyou.workbench.routes import SESSION_ERRORS
 from youyou.workbench.schemas import (
     Envelope,
     ImageBlockIn,
     MemoryModeBody,
-    MemoryOut,
     MessageOut,
     NewSessionBody,
     SendBody,
@@ -54,7 +53,7 @@ def session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionOut:
         created_at=chat.created_at,
         updated_at=chat.updated_at,
         message_count=chat.message_count,
-        memory=MemoryOut.model_validate(memory_payload(chat)),
+        memory=memory_out(chat),
         running=wb.hub.is_running(chat.id),
     )
 

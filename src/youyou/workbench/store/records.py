@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 
@@ -86,3 +86,10 @@ class ChatSessionRecord:
     context_tokens: int
     context_window_tokens: int
     last_compacted_at: datetime | None
+
+    @property
+    def projection(self) -> SessionProjection:
+        """The part rewritten after each turn, for ``update_chat_session``."""
+        return SessionProjection(
+            **{f.name: getattr(self, f.name) for f in fields(SessionProjection)}
+        )
