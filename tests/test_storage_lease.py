@@ -114,6 +114,27 @@ async def test_renew_extends_the_lease_and_reports_a_cancel_request(
     assert await leases.renew("unknown", "a", TTL) is LeaseState.LOST
 
 
+async def test_renew_all_extends_every_lease_of_a_holder_in_one_call(
+    storage: SqlSessionStorage, leases: SqlSessionLeases, clock: Clock
+) -> None:
+    assert await leases.renew_all("a", TTL) == {}
+    for session_id in ("s-1", "s-2", "s-3"):
+        assert await leases.acquire(session_id, "a", TTL) is None
+    assert await leases.acquire("other", "b", TTL) is None
+    await leases.release("s-3", "a")
+    assert await leases.request_cancel("s-2") is True
+    clock.advance(TTL * 2)  # expired, but nobody took them over: still ours
+
+    renewed = await leases.renew_all("a", TTL)
+
+    assert renewed == {"s-1": LeaseState.HELD, "s-2": LeaseState.CANCEL_REQUESTED}
+    for session_id in ("s-1", "s-2"):
+        row = await lease_row(storage, session_id)
+        assert row.expires_at == clock.now + timedelta(seconds=TTL)
+    assert await leases.holder("other") is None  # b's lease was not touched
+    assert await leases.acquire("s-1", "b", TTL) == "a"
+
+
 async def test_an_expired_lease_nobody_took_over_is_still_renewed(
     leases: SqlSessionLeases, clock: Clock
 ) -> None:

@@ -32,6 +32,11 @@ class SessionLeases(Protocol):
         only needs that no other holder came in between."""
         ...
 
+    async def renew_all(self, holder: str, ttl_s: float) -> dict[str, LeaseState]:
+        """Extend every lease ``holder`` holds, in one round trip however many there are:
+        HELD or CANCEL_REQUESTED by session id; a session missing from the answer is LOST."""
+        ...
+
     async def request_cancel(self, session_id: str) -> bool:
         """Ask the holder of a live lease to cancel its turn; False if nobody holds one."""
         ...

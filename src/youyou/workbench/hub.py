@@ -63,6 +63,7 @@ class _Open:
 
 @dataclass(slots=True)
 class _Running:
+    ledger_id: str
     stream: TurnStream
     turn: RunningTurn
     task: asyncio.Task[None]
@@ -91,12 +92,16 @@ class SessionHub:
         self._closing: dict[str, asyncio.Event] = {}  # idle sessions being closed, by ledger id
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
-        self._reaper: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+        loop = asyncio.get_running_loop()
+        self._background = [
+            loop.create_task(self._reap_idle()),
+            loop.create_task(self._keep_leases()),
+        ]
 
     def begin_shutdown(self) -> None:
         """Refuse new turns and cancel running ones; their partial answers are stored."""
@@ -108,10 +113,9 @@ class SessionHub:
         self.begin_shutdown()
         tasks = [running.task for running in self._turns.values()]
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._reaper
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
     @property
     def open_sessions(self) -> int:
@@ -186,7 +190,7 @@ class SessionHub:
         task = asyncio.get_running_loop().create_task(
             self._pump(chat, handle, turn, stream, language)
         )
-        self._turns[chat.id] = _Running(stream, turn, task)
+        self._turns[chat.id] = _Running(ledger_id, stream, turn, task)
         self._metrics.active_streams.inc()
         return stream
 
@@ -340,7 +344,6 @@ class SessionHub:
         started = time.perf_counter()
         first = True
         compacted = False
-        keeper = asyncio.get_running_loop().create_task(self._keep_lease(chat, turn))
         # The turn's last frame waits until the session is free again, so a client that
         # sends its next message the moment it reads the end of a turn is not refused.
         held: list[Frame] = []
@@ -376,9 +379,6 @@ class SessionHub:
         except Exception:
             logger.exception("streaming turn %s failed", turn.turn_id)
         finally:
-            keeper.cancel()
-            with suppress(asyncio.CancelledError):
-                await keeper
             self._turns.pop(chat.id, None)
             self._metrics.active_streams.dec()
             with suppress(Exception):
@@ -391,20 +391,25 @@ class SessionHub:
                 stream.publish(frame)
             stream.close()
 
-    async def _keep_lease(self, chat: ChatSessionRecord, turn: RunningTurn) -> None:
+    async def _keep_leases(self) -> None:
+        """One renewal for all the leases of this process, however many turns run; a turn
+        whose lease was lost or whose cancel was asked on another process is cancelled."""
         while True:
             await asyncio.sleep(LEASE_POLL_S)
-            try:
-                state = await self._leases.renew(
-                    chat.ledger_session_id, self.holder, self._settings.lease_ttl_s
-                )
-            except AgentError:
-                logger.warning("renewing the lease of %s failed", chat.id, exc_info=True)
+            if not self._claimed:
                 continue
-            if state is not LeaseState.HELD:
-                logger.info("turn %s of %s: lease %s; cancelling", turn.turn_id, chat.id, state)
-                turn.cancel()
-                return
+            # Only turns that held their lease before the renewal began can be judged by it.
+            running = list(self._turns.values())
+            try:
+                states = await self._leases.renew_all(self.holder, self._settings.lease_ttl_s)
+            except AgentError:
+                logger.warning("renewing the leases of this process failed", exc_info=True)
+                continue
+            for turn in running:
+                state = states.get(turn.ledger_id, LeaseState.LOST)
+                if state is not LeaseState.HELD:
+                    logger.info("turn %s: lease %s; cancelling", turn.turn.turn_id, state)
+                    turn.turn.cancel()
 
     async def _project(
         self,

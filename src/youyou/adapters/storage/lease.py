@@ -87,6 +87,24 @@ class SqlSessionLeases:
             return LeaseState.LOST
         return LeaseState.CANCEL_REQUESTED if cancel_requested else LeaseState.HELD
 
+    async def renew_all(self, holder: str, ttl_s: float) -> dict[str, LeaseState]:
+        """One statement for all of a process's leases, so polling costs the same for one
+        running turn as for hundreds; like ``renew``, an expired lease nobody took over is
+        still ours."""
+        stmt = (
+            update(session_leases)
+            .where(_lease.holder == holder)
+            .values(expires_at=self._clock() + timedelta(seconds=ttl_s))
+            .returning(_lease.session_id, _lease.cancel_requested)
+        )
+        action = "renewing the leases of this process"
+        async with transaction(self._engine, action, write=True) as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {
+            session_id: LeaseState.CANCEL_REQUESTED if cancel else LeaseState.HELD
+            for session_id, cancel in rows
+        }
+
     async def request_cancel(self, session_id: str) -> bool:
         """Flag a live lease; its holder sees CANCEL_REQUESTED on its next renewal."""
         stmt = (
