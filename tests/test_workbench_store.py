@@ -20,6 +20,7 @@ from youyou.adapters.storage.tables import VERSION_TABLE as KERNEL_VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.workbench.store import (
     ChatSessionRecord,
+    OwnerAssets,
     SessionProjection,
     SkillNameTaken,
     SkillRecord,
@@ -302,6 +303,22 @@ async def test_a_selection_is_upserted_deduplicated_and_keeps_only_owned_ids(
     assert await store.selection(alice.id) == replaced
     cleared = await store.save_selection(alice.id, None, [])
     assert (cleared.system_prompt_id, cleared.skill_ids) == (None, ())
+
+
+async def test_assets_are_one_owners_prompts_skills_and_selection(
+    store: WorkbenchStore, alice: UserRecord, bob: UserRecord
+) -> None:
+    assert await store.assets(alice.id) == OwnerAssets([], [], None)
+    prompt = await store.create_prompt(alice.id, "P", "p")
+    skill = await _skill(store, alice, "alpha")
+    await _skill(store, bob, "beta")
+    selection = await store.save_selection(alice.id, prompt.id, [skill.id])
+
+    assets = await store.assets(alice.id)
+
+    assert assets == OwnerAssets([prompt], [skill], selection)
+    assert assets.prompts == await store.list_prompts(alice.id)
+    assert assets.skills == await store.list_skills(alice.id)
 
 
 async def test_deleting_the_selected_prompt_clears_it_from_the_selection(

@@ -94,7 +94,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = await build_agent_from_settings(settings)
         try:
-            store = await WorkbenchStore.open(settings.database.url)
+            store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
             await built.close()
             raise

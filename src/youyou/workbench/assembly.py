@@ -43,15 +43,14 @@ class UserConfiguration:
 async def read_configuration(store: WorkbenchStore, owner_id: str) -> UserConfiguration:
     """The first read creates the default prompt and an empty selection; ids that became
     stale (deleted prompt or skill) are dropped and the repaired selection written back."""
-    prompts = await store.list_prompts(owner_id)
+    assets = await store.assets(owner_id)
+    prompts, skills, selection = assets.prompts, assets.skills, assets.selection
     default = next((p for p in prompts if p.is_default), None)
     if default is None:  # the first read, or the default was deleted: no write otherwise
         default = await store.ensure_default_prompt(
             owner_id, DEFAULT_PROMPT_LABEL, DEFAULT_PROMPT_CONTENT
         )
         prompts = await store.list_prompts(owner_id)
-    skills = await store.list_skills(owner_id)
-    selection = await store.selection(owner_id)
     prompt_ids = {p.id for p in prompts}
     skill_ids = {s.id for s in skills}
     prompt_id = default.id

@@ -2,6 +2,7 @@
 
 from youyou.workbench.store.records import (
     ChatSessionRecord,
+    OwnerAssets,
     PromptRecord,
     SelectionRecord,
     SessionProjection,
@@ -14,6 +15,7 @@ from youyou.workbench.store.repository import WorkbenchStore, migrate_workbench
 
 __all__ = [
     "ChatSessionRecord",
+    "OwnerAssets",
     "PromptRecord",
     "SelectionRecord",
     "SessionProjection",

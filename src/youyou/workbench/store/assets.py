@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.workbench.store.base import StoreBase, columns_of, now
 from youyou.workbench.store.records import (
+    OwnerAssets,
     PromptRecord,
     SelectionRecord,
     SkillNameTaken,
@@ -56,14 +57,17 @@ class AssetQueries(StoreBase):
 
     async def list_prompts(self, owner_id: str) -> list[PromptRecord]:
         """The default prompt first, then oldest first."""
-        query = (
-            select(*_PROMPT)
-            .where(prompts.c.owner_id == owner_id)
-            .order_by(prompts.c.is_default.desc(), prompts.c.created_at, prompts.c.id)
-        )
         async with self._transaction("listing prompts") as conn:
-            rows = (await conn.execute(query)).all()
-        return [PromptRecord(*row) for row in rows]
+            return await _prompts(conn, owner_id)
+
+    async def assets(self, owner_id: str) -> OwnerAssets:
+        """What a send assembles from, in one round trip instead of three."""
+        async with self._transaction("loading prompts, skills and the selection") as conn:
+            return OwnerAssets(
+                await _prompts(conn, owner_id),
+                await _skills(conn, owner_id),
+                await _selection(conn, owner_id),
+            )
 
     async def prompt(self, owner_id: str, prompt_id: str) -> PromptRecord | None:
         async with self._transaction("loading a prompt") as conn:
@@ -106,14 +110,8 @@ class AssetQueries(StoreBase):
 
     async def list_skills(self, owner_id: str) -> list[SkillRecord]:
         """Oldest first."""
-        query = (
-            select(*_SKILL)
-            .where(skills.c.owner_id == owner_id)
-            .order_by(skills.c.created_at, skills.c.id)
-        )
         async with self._transaction("listing skills") as conn:
-            rows = (await conn.execute(query)).all()
-        return [SkillRecord(*row) for row in rows]
+            return await _skills(conn, owner_id)
 
     async def skill(self, owner_id: str, skill_id: str) -> SkillRecord | None:
         found = await self.skills_by_ids(owner_id, [skill_id])
@@ -200,6 +198,24 @@ class AssetQueries(StoreBase):
                 )
             )
         return saved
+
+
+async def _prompts(conn: AsyncConnection, owner_id: str) -> list[PromptRecord]:
+    query = (
+        select(*_PROMPT)
+        .where(prompts.c.owner_id == owner_id)
+        .order_by(prompts.c.is_default.desc(), prompts.c.created_at, prompts.c.id)
+    )
+    return [PromptRecord(*row) for row in (await conn.execute(query)).all()]
+
+
+async def _skills(conn: AsyncConnection, owner_id: str) -> list[SkillRecord]:
+    query = (
+        select(*_SKILL)
+        .where(skills.c.owner_id == owner_id)
+        .order_by(skills.c.created_at, skills.c.id)
+    )
+    return [SkillRecord(*row) for row in (await conn.execute(query)).all()]
 
 
 def _prompt_query(owner_id: str, prompt_id: str) -> Select[Any]:

@@ -29,8 +29,9 @@ def columns_of(table: Table, record: type[DataclassInstance]) -> tuple[Column[An
 class StoreBase:
     """One engine for all workbench tables; the query mixins of ``WorkbenchStore`` extend it."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, owns_engine: bool = True) -> None:
         self._engine = engine
+        self._owns_engine = owns_engine
         self._postgresql = engine.dialect.name == "postgresql"
 
     def _transaction(

@@ -55,6 +55,15 @@ class SelectionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerAssets:
+    """All of one user's prompts and skills and their selection, read in one transaction."""
+
+    prompts: list[PromptRecord]
+    skills: list[SkillRecord]
+    selection: SelectionRecord | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionProjection:
     """The part of a chat session row rewritten after each turn (read off the kernel)."""
 

@@ -28,14 +28,21 @@ class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries):
     async def open(cls, url: str) -> WorkbenchStore:
         engine = create_engine(url)
         try:
-            await migrate_workbench(engine)
+            return await cls.on(engine, owns_engine=True)
         except BaseException:
             await engine.dispose()
             raise
-        return cls(engine)
+
+    @classmethod
+    async def on(cls, engine: AsyncEngine, *, owns_engine: bool = False) -> WorkbenchStore:
+        """On the session storage's engine: one connection pool per process, and on SQLite
+        one set of connections queueing for the single write lock instead of two."""
+        await migrate_workbench(engine)
+        return cls(engine, owns_engine=owns_engine)
 
     async def close(self) -> None:
-        await self._engine.dispose()
+        if self._owns_engine:
+            await self._engine.dispose()
 
     async def ping(self) -> None:
         """Readiness: raises STORAGE_ERROR when the database does not answer."""
