@@ -12,8 +12,14 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from youyou.adapters.settings import DATABASE_URL_ENV, default_database_url, load_settings
+from youyou.adapters.settings import (
+    DATABASE_URL_ENV,
+    Settings,
+    default_database_url,
+    load_settings,
+)
 from youyou.adapters.storage.engine import (
     alembic_config,
     create_engine,
@@ -67,17 +73,31 @@ async def test_environment_wins_over_configuration_and_default(
     assert (tmp_path / "data" / "youyou").is_dir()
 
 
-async def test_sqlite_connections_are_configured(tmp_path: Path) -> None:
-    engine = create_engine(f"sqlite:///{tmp_path / 'nested' / 'dir' / 'y.db'}")
+async def sqlite_pragmas(engine: AsyncEngine, *names: str) -> list[Any]:
     try:
         async with engine.connect() as conn:
-            pragmas = [
-                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
-                for name in ("journal_mode", "foreign_keys", "busy_timeout")
-            ]
+            return [(await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one() for name in names]
     finally:
         await engine.dispose()
-    assert pragmas == ["wal", 1, 5000]
+
+
+async def test_sqlite_connections_are_configured(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'nested' / 'dir' / 'y.db'}")
+    pragmas = await sqlite_pragmas(
+        engine, "journal_mode", "foreign_keys", "busy_timeout", "synchronous"
+    )
+    assert pragmas == ["wal", 1, 5000, 1]  # synchronous=NORMAL by default
+
+
+async def test_full_flushes_are_a_setting(tmp_path: Path) -> None:
+    settings = Settings.model_validate(
+        {"database": {"url": f"sqlite:///{tmp_path / 'y.db'}", "sqlite_synchronous": "full"}}
+    )
+    storage = await SqlSessionStorage.open(
+        settings.database.url, sqlite_synchronous=settings.database.sqlite_synchronous
+    )
+    assert await sqlite_pragmas(storage.engine, "synchronous") == [2]  # FULL
+    await storage.close()
 
 
 def _schema_state(conn: Connection) -> dict[str, Any]:

@@ -92,7 +92,9 @@ async def build_agent_from_settings(
     skills_dir = skills_dir if skills_dir is not None else settings.skills.dir
     loaded = load_skills_dir(skills_dir) if skills_dir is not None else SkillsDirResult((), ())
     url = settings.database.url
-    session_storage = await SqlSessionStorage.open(url)
+    session_storage = await SqlSessionStorage.open(
+        url, sqlite_synchronous=settings.database.sqlite_synchronous
+    )
     memory_storage: SqlMemoryStorage | None = None
     try:
         if settings.memory.enabled:

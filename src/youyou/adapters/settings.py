@@ -10,6 +10,7 @@ Every problem is an ``AgentError(INVALID_CONFIG)`` naming the offending key path
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from enum import StrEnum
@@ -17,7 +18,15 @@ from pathlib import Path
 from typing import Any, Self
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from youyou.adapters.providers.scripted import DEMO_MODEL
 from youyou.domain.config import (
@@ -31,6 +40,40 @@ from youyou.domain.model import ModelInfo, ProviderCapability
 
 CONFIG_ENV = "YOUYOU_CONFIG"
 DATABASE_URL_ENV = "YOUYOU_DATABASE_URL"
+
+
+# Headers that carry credentials whatever their value looks like.
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
+)
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_PREFIXES = ("sk-", "sk_", "pk-", "rk-", "ghp_", "gho_", "github_pat_", "xox", "AIza", "hf_")
+_KEY_SCHEMES = ("bearer ", "basic ", "token ")
+
+
+def looks_like_secret(value: str) -> bool:
+    """An API key, a token or a credential header value rather than a name or plain text:
+    a vendor key prefix, an auth scheme, or a long random-looking word."""
+    text = value.strip()
+    if text.startswith(_KEY_PREFIXES) or text.lower().startswith(_KEY_SCHEMES):
+        return True
+    random_looking = (
+        any(c.islower() for c in text)
+        and any(c.isupper() for c in text)
+        and any(c.isdigit() for c in text)
+    )
+    return len(text) >= 20 and " " not in text and random_looking
+
+
+def check_variable_name(name: str, where: str = "") -> str:
+    """``name`` if it can name an environment variable; otherwise an error that does not
+    repeat it, since what was written there is most likely the secret itself."""
+    if looks_like_secret(name) or _VARIABLE_NAME.fullmatch(name) is None:
+        raise ValueError(
+            f"{where}this looks like a key, not a variable name (the value is not shown): "
+            "put the secret in an environment variable and write that variable's name here"
+        )
+    return name
 
 
 def default_database_url() -> str:
@@ -170,12 +213,52 @@ _ONLY_FOR: dict[str, ProviderType] = {
 }
 
 
-class ProviderSettings(_Section):
+class _SecretsFromEnvironment(_Section):
+    """Extra HTTP headers: plain values in ``headers``, secret ones read from the environment
+    variables named in ``headers_env``. A secret written into the file is refused, and never
+    repeated in the error (configuration errors end up in terminals and CI logs)."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    headers_env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("headers")
+    @classmethod
+    def _no_secret_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if name.lower() in SECRET_HEADERS or looks_like_secret(value):
+                raise ValueError(
+                    f"{name}: secrets are read from the environment only; set "
+                    f'headers_env = {{ "{name}" = "NAME_OF_THE_VARIABLE" }} instead '
+                    "(the value is not shown)"
+                )
+        return headers
+
+    @field_validator("headers_env")
+    @classmethod
+    def _variable_names(cls, names: dict[str, str]) -> dict[str, str]:
+        for header, variable in names.items():
+            check_variable_name(variable, f"{header}: ")
+        return names
+
+    def resolved_headers(self, environ: Mapping[str, str], where: str) -> dict[str, str]:
+        """``headers`` plus each ``headers_env`` header read from its variable (which must be
+        set); ``where`` names this entry in the error, e.g. ``providers[0]``."""
+        resolved = dict(self.headers)
+        for header, variable in self.headers_env.items():
+            value = environ.get(variable)
+            if not value:
+                raise config_error(
+                    f"{where}.headers_env.{header}: environment variable {variable} is not set"
+                )
+            resolved[header] = value
+        return resolved
+
+
+class ProviderSettings(_SecretsFromEnvironment):
     id: str = Field(min_length=1)
     type: ProviderType
     base_url: str | None = None
     api_key_env: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(60.0, gt=0)
     max_attempts: PositiveInt = 3
     retry_base_delay_s: float = Field(0.5, ge=0)
@@ -196,6 +279,11 @@ class ProviderSettings(_Section):
             )
         return data
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, name: str | None) -> str | None:
+        return None if name is None else check_variable_name(name)
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         for key, owner in _ONLY_FOR.items():
@@ -211,7 +299,7 @@ class ProviderSettings(_Section):
         return tuple(m.to_model_info() for m in self.models)
 
 
-class McpServerSettings(_Section):
+class McpServerSettings(_SecretsFromEnvironment):
     """An MCP server: a local process (``command`` + ``args``) or a streamable HTTP ``url``."""
 
     name: str = Field(min_length=1)
@@ -219,7 +307,6 @@ class McpServerSettings(_Section):
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
@@ -314,7 +401,8 @@ def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") ->
             where = _key_path(error["loc"])
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{where}: {message}" if where else message)
-        raise config_error(f"invalid {source}: " + "; ".join(problems)) from exc
+        # Not chained: the validation error repeats the input values, secrets included.
+        raise config_error(f"invalid {source}: " + "; ".join(problems)) from None
 
 
 def load_settings(

@@ -46,7 +46,7 @@ def build_provider(
     endpoint = Endpoint(
         base_url=provider.base_url,
         api_key=resolve_api_key(provider, index, environ),
-        headers=provider.headers,
+        headers=provider.resolved_headers(environ, f"providers[{index}]"),
         timeout_s=provider.timeout_s,
         retry=RetryPolicy(
             max_attempts=provider.max_attempts, base_delay_s=provider.retry_base_delay_s

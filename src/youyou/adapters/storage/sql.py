@@ -32,7 +32,12 @@ from youyou.adapters.storage.codec import (
     head_slot,
     metadata_key,
 )
-from youyou.adapters.storage.engine import create_engine, migrate, transaction
+from youyou.adapters.storage.engine import (
+    SqliteSynchronous,
+    create_engine,
+    migrate,
+    transaction,
+)
 from youyou.adapters.storage.errors import session_not_found, storage_error
 from youyou.adapters.storage.lease import SqlSessionLeases
 from youyou.adapters.storage.tables import ledger_events, sessions
@@ -71,8 +76,10 @@ class SqlSessionStorage:
         self._postgresql = engine.dialect.name == "postgresql"
 
     @classmethod
-    async def open(cls, url: str) -> SqlSessionStorage:
-        engine = create_engine(url)
+    async def open(
+        cls, url: str, *, sqlite_synchronous: SqliteSynchronous = "normal"
+    ) -> SqlSessionStorage:
+        engine = create_engine(url, sqlite_synchronous=sqlite_synchronous)
         try:
             await migrate(engine)
         except BaseException:
