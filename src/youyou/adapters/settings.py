@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import platformdirs
 from pydantic import (
@@ -110,6 +110,8 @@ class ServerSettings(_Section):
 
 class DatabaseSettings(_Section):
     url: str = Field(default_factory=default_database_url, min_length=1)
+    sqlite_synchronous: Literal["normal", "full"] = "normal"
+    """``normal``: a commit survives a killed process, not a power cut; ``full``: both."""
 
 
 class AgentSettings(_Section):
