@@ -39,16 +39,21 @@ def test_title_from_file_text_keeps_skill_like_prefix() -> None:
     assert summary.title == "/commit notes"
 
 
-def test_untitled_fallback_and_first_text_wins() -> None:
+def test_untitled_fallback_and_the_first_message_decides() -> None:
     assert run(PROFILE).title == UNTITLED_SESSION
     image = ImageBlock(mime_type="image/png", data_base64="AA==")
     summary = run(
         PROFILE,
+        UserMessage(content=(TextBlock(text="first"),)),
+        UserMessage(content=(TextBlock(text="second"),)),
+    )
+    assert summary.title == "first"
+    summary = run(
+        PROFILE,
         UserMessage(content=(image,)),
         UserMessage(content=(TextBlock(text="second"),)),
-        UserMessage(content=(TextBlock(text="third"),)),
     )
-    assert summary.title == "second"
+    assert summary.title == UNTITLED_SESSION
     assert run(PROFILE, UserMessage(content=(TextBlock(text="/only"),))).title == UNTITLED_SESSION
 
 

@@ -62,24 +62,30 @@ class SessionHead:
     latest_memory_mode: LedgerEvent | None = None
 
 
-def title_from(message: UserMessage) -> str | None:
-    """Title of the first user message with text; None if it carries no text at all."""
+def title_from(message: UserMessage) -> str:
+    """The first line of the first text or file block that has one, or ``UNTITLED_SESSION``."""
     for block in message.content:
         if isinstance(block, TextBlock):
-            line = strip_leading_skill_triggers(block.text).strip().splitlines()
+            text = strip_leading_skill_triggers(block.text)
         elif isinstance(block, FileContentBlock):
-            line = block.text.strip().splitlines()
+            text = block.text
         else:
             continue
-        first = line[0].strip() if line else ""
-        return first[:TITLE_MAX_CHARS] or UNTITLED_SESSION
-    return None
+        lines = text.strip().splitlines()
+        if lines and (first := lines[0].strip()):
+            return first[:TITLE_MAX_CHARS]
+    return UNTITLED_SESSION
 
 
 def next_summary(
     previous: SessionSummary | None, session_id: str, event: LedgerEvent
 ) -> SessionSummary:
-    """The summary after ``event`` is appended; the rules live here, not in storage."""
+    """The summary after ``event`` is appended; the rules live here, not in storage.
+
+    The title is decided once, by the first user message (the first message of a session):
+    a later message never replaces it, even when it stayed ``UNTITLED_SESSION``. The title
+    alone cannot tell "not decided yet" from "decided untitled", while the message count can.
+    """
     if previous is None:
         previous = SessionSummary(
             session_id=session_id,
@@ -89,8 +95,8 @@ def next_summary(
             message_count=0,
         )
     title = previous.title
-    if title == UNTITLED_SESSION and isinstance(event.payload, UserMessage):
-        title = title_from(event.payload) or title
+    if previous.message_count == 0 and isinstance(event.payload, UserMessage):
+        title = title_from(event.payload)
     return SessionSummary(
         session_id=session_id,
         title=title,
