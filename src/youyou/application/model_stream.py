@@ -15,12 +15,21 @@ from youyou.domain.model import (
     Done,
     FinishReason,
     ProviderError,
+    ProviderErrorKind,
     ReasoningDelta,
     TextDelta,
     ToolCallRequested,
     Usage,
 )
 from youyou.domain.tool import RequestedToolCall
+
+# A stream that ends without saying how the response finished was cut (e.g. the connection
+# dropped): the answer may be incomplete, so it is a failure, never a complete answer.
+CUT_STREAM = ProviderError(
+    kind=ProviderErrorKind.TRANSPORT,
+    message="the model stream ended without a finish event",
+    retryable=True,
+)
 
 
 @dataclass(slots=True)
@@ -87,4 +96,6 @@ async def stream_response(
         unsubscribe()
     if response.finish_reason is FinishReason.CANCELLED or channel.cancel_token.is_cancelled:
         response.cancelled = True
+    elif response.error is None and response.finish_reason is None:
+        response.error = CUT_STREAM
     return response

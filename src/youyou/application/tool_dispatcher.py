@@ -87,6 +87,28 @@ class ToolDispatcher:
             return await self._run_serial(ctx, calls)
         return await self._run_concurrent(ctx, calls)
 
+    async def refuse_batch(
+        self, ctx: BatchContext, batch: Sequence[RequestedToolCall], output: ToolOutput
+    ) -> None:
+        """Record calls that will not run, each answered with ``output``: the ledger keeps what
+        the model asked for and why nothing ran. No hook sees them, no handler is called."""
+        calls = [
+            _Call(
+                ResolvedToolCall(
+                    **requested.model_dump(),
+                    effective_arguments=requested.requested_arguments,
+                    mutating=False,
+                ),
+                preset=output,
+                output=output,
+            )
+            for requested in batch
+        ]
+        for call in calls:
+            await self._start(ctx, call)
+        for call in calls:
+            await self._commit(ctx, call, hook=False)
+
     async def _resolve(self, ctx: BatchContext, requested: RequestedToolCall) -> _Call:
         handler = ctx.tools.get(requested.tool_name)
         arguments = requested.requested_arguments

@@ -46,9 +46,10 @@ from youyou.domain.ledger import (
     MessageStatus,
     Metadata,
     SystemMessage,
+    ToolOutput,
     UserMessage,
 )
-from youyou.domain.model import FinishReason, ProviderErrorKind, Usage
+from youyou.domain.model import FinishReason, ProviderError, ProviderErrorKind, Usage
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
 from youyou.domain.turn import (
@@ -282,25 +283,21 @@ class TurnEngine:
                 return True
             if response.error is not None:
                 error = response.error
-                if error.kind is not ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED:
-                    code = (
-                        ErrorCode.MODEL_NOT_SUPPORTED
-                        if error.kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY
-                        else ErrorCode.PROVIDER_ERROR
-                    )
-                    raise _error(
-                        code, error.message, retryable=error.retryable, source=ErrorSource.PROVIDER
-                    )
-                if retried_context or not await self._compact_in_turn(
-                    turn, augmentation, estimate, force=True
-                ):
-                    raise _error(
-                        ErrorCode.COMPACT_ERROR,
-                        "the context is still too long for the model after compaction",
-                        source=ErrorSource.CONTEXT_MANAGER,
-                    )
-                retried_context = True
-                continue
+                if response.full_text:
+                    # The client has shown this attempt: it is stored as shown, never retried.
+                    await self._save_partial(turn, response)
+                elif error.kind is ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED:
+                    if retried_context or not await self._compact_in_turn(
+                        turn, augmentation, estimate, force=True
+                    ):
+                        raise _error(
+                            ErrorCode.COMPACT_ERROR,
+                            "the context is still too long for the model after compaction",
+                            source=ErrorSource.CONTEXT_MANAGER,
+                        )
+                    retried_context = True
+                    continue
+                raise _provider_error(error)
             if not response.tool_calls:
                 turn.final_output = _text_blocks(response.full_text)
                 await self._sessions.record(runtime, AssistantMessage(content=turn.final_output))
@@ -318,22 +315,25 @@ class TurnEngine:
                 await self._sessions.record(
                     runtime, AssistantMessage(content=_text_blocks(response.full_text))
                 )
-            if turn.tool_calls + len(response.tool_calls) > policy.max_tool_calls_per_turn:
+            batch = BatchContext(
+                session_id=runtime.session_id,
+                turn_id=channel.turn_id,
+                cancel=channel.cancel_token,
+                timeout_s=policy.tool_timeout_ms / 1000,
+                tools=turn.tools,
+                record=lambda payload: self._sessions.record(runtime, payload),
+                emit=channel.emit,
+            )
+            limit = policy.max_tool_calls_per_turn
+            if turn.tool_calls + len(response.tool_calls) > limit:
+                # The calls stay in the ledger, each answered with why it did not run.
+                await self._dispatcher.refuse_batch(
+                    batch, response.tool_calls, _over_limit_output(limit)
+                )
                 await self._sessions.record(runtime, SystemMessage(content=TURN_ABORTED_MESSAGE))
                 allow_tools, tools_disabled_by = False, ErrorCode.MAX_TOOL_CALLS_EXCEEDED
                 continue
-            result = await self._dispatcher.run_batch(
-                BatchContext(
-                    session_id=runtime.session_id,
-                    turn_id=channel.turn_id,
-                    cancel=channel.cancel_token,
-                    timeout_s=policy.tool_timeout_ms / 1000,
-                    tools=turn.tools,
-                    record=lambda payload: self._sessions.record(runtime, payload),
-                    emit=channel.emit,
-                ),
-                response.tool_calls,
-            )
+            result = await self._dispatcher.run_batch(batch, response.tool_calls)
             turn.tool_calls += len(response.tool_calls)
             if channel.cancel_token.is_cancelled:
                 return True
@@ -414,6 +414,23 @@ class TurnEngine:
         task = asyncio.get_running_loop().create_task(extract())
         runtime.background.add(task)
         task.add_done_callback(runtime.background.discard)
+
+
+def _provider_error(error: ProviderError) -> AgentError:
+    code = (
+        ErrorCode.MODEL_NOT_SUPPORTED
+        if error.kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY
+        else ErrorCode.PROVIDER_ERROR
+    )
+    return _error(code, error.message, retryable=error.retryable, source=ErrorSource.PROVIDER)
+
+
+def _over_limit_output(limit: int) -> ToolOutput:
+    return ToolOutput(
+        content=f"[tool skipped: the limit of {limit} tool calls per turn was reached]",
+        is_error=True,
+        metadata={"synthetic": True, "skipped": True, "reason": "max_tool_calls_per_turn"},
+    )
 
 
 def _text_blocks(text: str) -> tuple[ContentBlock, ...]:
