@@ -9,6 +9,7 @@ port; on SQLite it is refused before the server listens.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ from server_kit import (
     try_send,
     write_config,
 )
+from youyou.domain.memory_extraction import MEMORY_EXTRACTION_PROMPT
 
 StartPair = Callable[..., tuple[Server, Server]]
 
@@ -43,6 +45,7 @@ FIRST_PIECE = "Checking the disk. "
 # A cancel is seen by the process running the turn when it next renews its lease (every
 # 0.5 s); the bound leaves room for a loaded test machine.
 CANCEL_BOUND_S = 4.0
+OPEN_GAUGE = "youyou_open_sessions "
 
 
 def slow_reply(pause_s: float) -> Reply:
@@ -61,15 +64,15 @@ def history(api: Api, session_id: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def start_pair(tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer) -> Iterator[StartPair]:
-    """``start_pair(extra=…)`` → two servers on two ports, one database, one fake model."""
+    """``start_pair(extra=…, memory=…)`` → two servers on two ports, one database and model."""
     started: list[Server] = []
 
-    def start(extra: str = "") -> tuple[Server, Server]:
+    def start(extra: str = "", memory: bool = False) -> tuple[Server, Server]:
         pair = []
         for name in ("a", "b"):
             root = tmp_path / name
             root.mkdir()
-            config = write_config(root, pg_url, fake_model.base_url, extra=extra)
+            config = write_config(root, pg_url, fake_model.base_url, extra=extra, memory=memory)
             pair.append(Server(root, config, free_port()))
         started.extend(pair)
         start_together(*pair)
@@ -163,6 +166,37 @@ def test_messages_through_either_server_make_one_history(
     for number, question in enumerate(questions):
         sent = [m for m in requests[question] if m[0] in ("user", "assistant")]
         assert sent == expected[: 2 * number + 1], question
+
+
+def open_sessions(api: Api) -> float:
+    metrics = api.http.get("/metrics").text
+    [value] = [line.split()[1] for line in metrics.splitlines() if line.startswith(OPEN_GAUGE)]
+    return float(value)
+
+
+def test_an_idle_copy_the_other_server_wrote_to_is_dropped_without_extracting(
+    start_pair: StartPair, fake_model: FakeOpenAIServer
+) -> None:
+    """Closing an idle session extracts long-term memories from it; a copy the other process
+    has appended to since would extract from an outdated history (and a second time)."""
+    a, b = start_pair(extra="[server]\nsession_idle_s = 1", memory=True)
+    on_a, on_b = same_user(a, b, "frank")
+    sid = on_a.new_session()["id"]
+    on_a.send(sid, "first, on a")
+    on_b.send(sid, "second, on b")  # a's open copy is now behind the ledger
+
+    deadline = time.monotonic() + 30
+    while open_sessions(on_a) or open_sessions(on_b):
+        assert time.monotonic() < deadline, "idle sessions were not closed"
+        time.sleep(0.2)
+    extractions = [
+        request
+        for request in fake_model.requests
+        if model_messages(request)
+        and request.json["messages"][0]["content"] == MEMORY_EXTRACTION_PROMPT
+    ]
+    assert len(extractions) == 1, "only the process that wrote last extracts"
+    assert "second, on b" in json.dumps(extractions[0].json["messages"])
 
 
 def test_the_lease_of_a_killed_server_expires(

@@ -362,11 +362,11 @@ class SessionHub:
                 if isinstance(payload, ErrorEvent) and payload.code == "PROVIDER_ERROR":
                     self._metrics.provider_errors.inc()
                 if isinstance(payload, TurnComplete):
-                    chat = await self._project(chat, handle, payload.context, compacted=compacted)
+                    chat = await self._project_after_turn(chat, handle, payload.context, compacted)
                     data["memory"] = memory_out(chat).model_dump(mode="json", by_alias=True)
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
-                    chat = await self._project(chat, handle, None, compacted=compacted)
+                    chat = await self._project_after_turn(chat, handle, None, compacted)
                 frame = Frame(event.sequence, payload.type, data)
                 if held or payload.type in ("turn_complete", "turn_cancelled", "error"):
                     held.append(frame)
@@ -442,6 +442,21 @@ class SessionHub:
         await self._save(projected)
         return projected
 
+    async def _project_after_turn(
+        self,
+        chat: ChatSessionRecord,
+        handle: SessionHandle,
+        usage: ContextUsage | None,
+        compacted: bool,
+    ) -> ChatSessionRecord:
+        """The turn is in the ledger whatever happens here: a projection that cannot be stored
+        is logged, and the client still gets the turn's last frame."""
+        try:
+            return await self._project(chat, handle, usage, compacted=compacted)
+        except (AgentError, ApiError):
+            logger.warning("storing the projection of session %s failed", chat.id, exc_info=True)
+            return chat
+
     async def _save(self, chat: ChatSessionRecord) -> None:
         await self._store.update_chat_session(chat.id, chat.projection)
 
@@ -456,18 +471,27 @@ class SessionHub:
                 self._claimed.add(ledger_id)
                 closing = self._closing[ledger_id] = asyncio.Event()
                 try:
-                    holder = await self._leases.acquire(
-                        ledger_id, self.holder, self._settings.lease_ttl_s
-                    )
-                    if holder is None:  # else another process writes it: try next round
-                        await self._close(ledger_id)
-                        await self._leases.release(ledger_id, self.holder)
+                    await self._close_idle(ledger_id, entry.handle)
                 except Exception:
                     logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
                 finally:
                     self._claimed.discard(ledger_id)
                     del self._closing[ledger_id]
                     closing.set()
+
+    async def _close_idle(self, ledger_id: str, handle: SessionHandle) -> None:
+        """Closing extracts memories, which writes, so it takes the lease; a copy another
+        process has written to since (or is writing now) is only dropped: its memories are
+        that process's to extract."""
+        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
+        if holder is not None:
+            await self._close(ledger_id, extract_memories=False)
+            return
+        try:
+            moved_on = await self._storage.last_seq(ledger_id) != handle.last_seq
+            await self._close(ledger_id, extract_memories=not moved_on)
+        finally:
+            await self._leases.release(ledger_id, self.holder)
 
 
 async def _agent_call(call: Awaitable[T]) -> T:
