@@ -91,3 +91,27 @@ def test_python_dash_m_youyou_runs_the_same_app(cli: Cli) -> None:
     assert result.returncode == 0
     for command in ("chat", "sessions", "db"):
         assert command in result.stdout
+
+
+def test_a_database_from_a_newer_youyou_is_one_clear_error_and_stays_unchanged(
+    cli: Cli,
+) -> None:
+    cli.write_config([{"text": "hello"}])
+    assert cli.run("db", "upgrade").returncode == 0
+    with sqlite3.connect(cli.root / "youyou.db") as db:
+        db.execute(f"update {VERSION_TABLE} set version_num = '0099_from_a_newer_youyou'")
+    before = _dump(cli.root / "youyou.db")
+    for command in (["sessions", "list"], ["chat", "-m", "hi"], ["db", "upgrade"]):
+        result = cli.run(*command)
+        message = " ".join(result.stderr.split())
+        assert result.returncode == 1, command
+        assert "Traceback" not in result.stderr
+        assert message.startswith("✗ STORAGE_ERROR: the database schema is at revision")
+        assert "'0099_from_a_newer_youyou'" in message and "its newest is '0002'" in message
+        assert "Upgrade YouYou" in message
+    assert _dump(cli.root / "youyou.db") == before
+
+
+def _dump(path: Path) -> str:
+    with sqlite3.connect(path) as db:
+        return "\n".join(db.iterdump())

@@ -7,7 +7,7 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from alembic.util import CommandError
 from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -112,14 +115,23 @@ async def migrate(
     """Bring the schema to ``revision`` in one transaction (serialized across processes).
 
     Each Alembic chain in the database (own ``script_location``, own version table) passes its
-    own ``lock_key``, so chains do not wait on each other.
+    own ``lock_key``, so chains do not wait on each other. A database a newer YouYou has
+    migrated past this chain's revisions is a STORAGE_ERROR saying so, and is left unchanged.
     """
 
     def run(connection: Connection) -> None:
         if connection.dialect.name == "postgresql":
             lock = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
             connection.execute(lock, {"key": lock_key})
-        command.upgrade(alembic_config(connection, script_location), revision)
+        config = alembic_config(connection, script_location)
+        try:
+            command.upgrade(config, revision)
+        except CommandError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ResolutionError) or cause.argument == revision:
+                raise
+            heads = ScriptDirectory.from_config(config).get_heads()
+            raise newer_schema_error(cause.argument, heads) from exc
 
     async with transaction(engine, "database migration", write=True) as conn:
         await conn.run_sync(run)
@@ -132,6 +144,18 @@ async def upgrade_database(url: str) -> None:
         await migrate(engine)
     finally:
         await engine.dispose()
+
+
+def newer_schema_error(found: str, known_heads: Sequence[str]) -> AgentError:
+    """The database's schema revision is not one of this version's: a newer YouYou wrote it."""
+    known = ", ".join(repr(head) for head in known_heads)
+    return AgentError(
+        ErrorCode.STORAGE_ERROR,
+        f"the database schema is at revision {found!r}, which this version of YouYou does not "
+        f"know (its newest is {known}); a newer YouYou has upgraded this database. Upgrade "
+        "YouYou to use it; the database was not changed",
+        source=ErrorSource.STORAGE,
+    )
 
 
 def _invalid_config(message: str) -> AgentError:
