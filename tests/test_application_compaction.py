@@ -353,13 +353,13 @@ async def test_pinned_turn_alone_too_big_is_compact_error() -> None:
     async def huge(args: dict[str, Any]) -> Any:
         from youyou import ToolOutput
 
-        return ToolOutput(content="r" * 1200)
+        return ToolOutput(content="r" * 240)  # each fits its share of the window, not all five
 
     tool = RecordingTool("fetch", behaviour=huge)
     agent, _ = await agent_with(
         [
             text("old"),
-            ScriptedResponse.tool_calls([("c1", "fetch", {})]),
+            ScriptedResponse.tool_calls([(f"c{i}", "fetch", {}) for i in range(5)]),
             text("SUMMARY"),
             text("never"),
         ],
@@ -370,7 +370,7 @@ async def test_pinned_turn_alone_too_big_is_compact_error() -> None:
     await (await session.send_message("earlier")).join()
     outcome = await (await session.send_message("investigate")).join()
     assert outcome.error is not None and outcome.error.code is ErrorCode.COMPACT_ERROR
-    assert any(isinstance(e.payload, UserMessage) for e in session.events[-5:])
+    assert any(isinstance(e.payload, UserMessage) for e in session.events[-12:])
 
 
 async def test_raw_events_stay_in_the_ledger_after_compaction() -> None:

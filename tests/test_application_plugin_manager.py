@@ -4,7 +4,6 @@ and every row of the Abort matrix (docs/architecture.md, 'Plugin hooks') through
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -324,6 +323,67 @@ async def test_before_tool_use_patches_chain_in_registration_order() -> None:
     assert replay.arguments == effective
 
 
+async def test_before_tool_use_in_place_edits_never_reach_the_ledger_or_the_tool() -> None:
+    """Hooks get copies: only a ContinueWith patch changes the arguments, never an edit."""
+    tool = RecordingTool("probe")
+
+    def vandal(payload: BeforeToolUsePayload) -> Continue:
+        payload.requested_arguments["x"] = 666
+        payload.requested_arguments["filter"]["level"] = "debug"
+        payload.current_arguments["filter"]["level"] = "trace"
+        payload.current_arguments["extra"] = True
+        return Continue()
+
+    def patcher(payload: BeforeToolUsePayload) -> Any:
+        patched = {**payload.current_arguments, "x": payload.current_arguments["x"] + 1}
+        patched["filter"]["level"] = "warn"  # nested: shared with current_arguments
+        return patch_arguments(patched)
+
+    first = ScriptedPlugin("vandal", {HookKind.BEFORE_TOOL_USE: vandal})
+    second = ScriptedPlugin("patcher", {HookKind.BEFORE_TOOL_USE: patcher})
+    sent = {"x": 1, "filter": {"level": "error"}}
+    agent, _ = await build_agent(
+        [ScriptedResponse.tool_calls([("c1", "probe", sent)]), text("done")],
+        tools=[tool],
+        configure=configure(first, second),
+    )
+    session = await agent.new_session()
+    await run_turn(session, "go")
+
+    model_sent = {"x": 1, "filter": {"level": "error"}}
+    effective = {"x": 2, "filter": {"level": "warn"}}
+    seen = second.received(HookKind.BEFORE_TOOL_USE)[0]
+    assert seen.requested_arguments == model_sent and seen.current_arguments["x"] == 1
+    ledger_call = next(e.payload.call for e in session.events if e.payload.kind == "tool_call")
+    assert ledger_call.requested_arguments == model_sent
+    assert ledger_call.effective_arguments == effective
+    assert tool.calls == [effective]
+
+
+async def test_after_tool_use_edits_of_effective_arguments_never_reach_the_ledger() -> None:
+    tool = RecordingTool("probe")
+
+    def vandal(payload: AfterToolUsePayload) -> Continue:
+        payload.effective_arguments["x"] = 666
+        payload.effective_arguments["filter"]["level"] = "debug"
+        return Continue()
+
+    plugin = ScriptedPlugin("vandal", {HookKind.AFTER_TOOL_USE: vandal})
+    sent = {"x": 1, "filter": {"level": "error"}}
+    agent, provider = await build_agent(
+        [ScriptedResponse.tool_calls([("c1", "probe", sent)]), text("done")],
+        tools=[tool],
+        configure=configure(plugin),
+    )
+    session = await agent.new_session()
+    await run_turn(session, "go")
+
+    ledger_call = next(e.payload.call for e in session.events if e.payload.kind == "tool_call")
+    model_sent = {"x": 1, "filter": {"level": "error"}}
+    assert ledger_call.requested_arguments == ledger_call.effective_arguments == model_sent
+    assert provider.requests[1].messages[1].tool_calls[0].arguments == model_sent
+
+
 # -- Abort matrix, one row at a time -------------------------------------------------------
 
 
@@ -448,7 +508,7 @@ async def test_turn_end_abort_keeps_the_answer_and_skips_the_checkpoint() -> Non
     )
     session = await agent.new_session()
     events, outcome = await run_turn(session, "question")
-    await asyncio.sleep(0.05)  # a scheduled checkpoint would have run by now
+    await session.close(extract_memories=False)  # waits for any scheduled checkpoint
 
     assert outcome.status is OutcomeStatus.FAILED and outcome.error is not None
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED
@@ -473,10 +533,7 @@ async def test_turn_end_continue_runs_the_checkpoint() -> None:
     )
     session = await agent.new_session()
     assert (await (await session.send_message("q")).join()).status is OutcomeStatus.COMPLETED
-    for _ in range(100):
-        if any(getattr(e.payload, "key", None) == "memory_checkpoint" for e in session.events):
-            break
-        await asyncio.sleep(0.01)
+    await session.close(extract_memories=False)  # waits for the scheduled checkpoint
     assert session.events[-1].payload.key == "memory_checkpoint"
     assert len(provider.requests) == 2
 

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-from tests.kernel_kit import build_agent
+from tests.kernel_kit import MODEL
+from tests.waiting import eventually
 
-from youyou import AgentConfig, OutcomeStatus, ScriptedResponse, SessionConfig
+from youyou import (
+    Agent,
+    AgentBuilder,
+    AgentConfig,
+    CancellationToken,
+    OutcomeStatus,
+    ScriptedProvider,
+    ScriptedResponse,
+    SessionConfig,
+)
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
+from youyou.adapters.tokens import ApproximateTokenCounter
 from youyou.domain.ledger import Metadata
 from youyou.domain.memory import Memory
 from youyou.domain.memory_extraction import MEMORY_EXTRACTION_PROMPT
-from youyou.domain.model import ChatRequest
+from youyou.domain.model import ChatEvent, ChatRequest
 from youyou.domain.templates import MEMORY_SECTION_HEADER
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,17 +52,35 @@ class Model:
         return ScriptedResponse.text("ok")
 
 
-async def agent_with(storage: InMemoryMemoryStorage, model: Model, interval: int = 2) -> object:
+class GatedProvider(ScriptedProvider):
+    """Answers with ``model``; holds extraction requests until ``model.gate`` opens, if set."""
+
+    def __init__(self, model: Model) -> None:
+        super().__init__(models=(MODEL,), fallback=model)
+        self.gate = model.gate
+
+    async def chat(
+        self, request: ChatRequest, cancel: CancellationToken
+    ) -> AsyncIterator[ChatEvent]:
+        if self.gate is not None and request.system_prompt == MEMORY_EXTRACTION_PROMPT:
+            await self.gate.wait()
+        async for event in super().chat(request, cancel):
+            yield event
+
+
+async def agent_with(
+    storage: InMemoryMemoryStorage, model: Model, interval: int = 2
+) -> tuple[Agent, ScriptedProvider]:
     config = AgentConfig(
         default_model="m1",
         memory_namespace="ops",
         memory_checkpoint_interval=interval,
         memory_max_items=3,
     )
-    agent, provider = await build_agent(
-        [model] * 50, config=config, configure=lambda b: b.register_memory_storage(storage)
-    )
-    return agent, provider
+    provider = GatedProvider(model)
+    builder = AgentBuilder(config).register_model_provider(provider)
+    builder.with_token_counter(lambda _: ApproximateTokenCounter()).register_memory_storage(storage)
+    return await builder.build(), provider
 
 
 async def test_bootstrap_and_turn_memories_are_rendered_in_the_prompt() -> None:
@@ -87,12 +117,16 @@ async def test_checkpoint_every_interval_off_the_critical_path_and_on_close() ->
     session = await agent.new_session()
     for message in ("first", "second"):
         await (await session.send_message(message)).join()
-    await asyncio.sleep(0.05)  # the checkpoint runs in the background
-    checkpoints = [
-        e.payload
-        for e in session.events
-        if isinstance(e.payload, Metadata) and e.payload.key == "memory_checkpoint"
-    ]
+
+    def recorded_checkpoints() -> list[Metadata]:
+        return [
+            e.payload
+            for e in session.events
+            if isinstance(e.payload, Metadata) and e.payload.key == "memory_checkpoint"
+        ]
+
+    await eventually(lambda: bool(recorded_checkpoints()), what="the background checkpoint")
+    checkpoints = recorded_checkpoints()
     assert len(checkpoints) == 1
     assert checkpoints[0].value["turn_index"] == 2
     window = model.extractions[0].messages[0].content[0].text  # type: ignore[union-attr]
@@ -150,21 +184,15 @@ async def test_close_extraction_failure_never_blocks_close_or_shutdown() -> None
 
 
 async def test_the_next_turn_does_not_wait_for_extraction() -> None:
-    class SlowExtraction(Model):
-        def __call__(self, request: ChatRequest) -> ScriptedResponse:
-            response = super().__call__(request)
-            if request.system_prompt == MEMORY_EXTRACTION_PROMPT:
-                return ScriptedResponse(response.events, delay_s=0.3)
-            return response
-
     storage = InMemoryMemoryStorage()
-    agent, _ = await agent_with(storage, SlowExtraction(), interval=1)
+    gate = asyncio.Event()
+    agent, _ = await agent_with(storage, Model(gate), interval=1)
     session = await agent.new_session()
-    await (await session.send_message("first")).join()
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await (await session.send_message("second")).join()
-    assert loop.time() - started < 0.25
+    await (await session.send_message("first")).join()  # its checkpoint waits for the gate
+    async with asyncio.timeout(10):  # a deadline: the turn finishes while extraction is held
+        outcome = await (await session.send_message("second")).join()
+    assert outcome.status is OutcomeStatus.COMPLETED
     assert await storage.list_all("ops") == []  # still extracting
+    gate.set()
     await session.close()  # close awaits the pending extraction
     assert len(await storage.list_all("ops")) >= 1

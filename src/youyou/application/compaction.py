@@ -16,14 +16,13 @@ from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.content import TextBlock
-from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage
+from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage, first_safe_cut
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import AgentEventPayload, ContextCompacted
 from youyou.domain.hooks import BeforeCompactPayload
 from youyou.domain.ledger import (
     META_CONTEXT_COMPACTION,
     Metadata,
-    ToolResult,
     is_message,
 )
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
@@ -90,7 +89,7 @@ def truncation_boundary(
 ) -> int | None:
     """Seq of the last dropped message so the kept suffix is the longest that fits ``budget``.
 
-    The suffix never starts with a tool result whose call was dropped.
+    The suffix starts at a safe cut: never inside a tool batch, never without a result's call.
     """
     kept = 0
     cut = len(messages)
@@ -99,8 +98,7 @@ def truncation_boundary(
         if kept > budget:
             break
         cut = index
-    while cut < len(messages) and isinstance(messages[cut].message, ToolResult):
-        cut += 1
+    cut = first_safe_cut(messages, cut)
     return messages[cut - 1].source_seq if cut > 0 else None
 
 

@@ -1,6 +1,8 @@
 """Model-visible context of one session: projection, estimates, request context.
 
-It never changes the ledger; compaction decisions live in ``compaction.py``.
+It never changes the ledger; compaction decisions live in ``compaction.py``. A tool result too
+large for its share of the window is shown as a head and a tail (``domain/tool_result_view.py``)
+in both the live path and ``rebuild``, so the estimates and the requests agree with a resume.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from youyou.domain.context import (
     VisibleMessage,
     project_event,
     rebuild_visible_messages,
+    visible_call_ids,
 )
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.ledger import LedgerEvent
+from youyou.domain.ledger import LedgerEvent, ToolResult
+from youyou.domain.tool_result_view import fit_tool_result, tool_result_token_limit
 from youyou.domain.turn import RequestContext, TurnAugmentation
 
 
@@ -28,19 +32,26 @@ class TokenEstimator(Protocol):
 
     def text_tokens(self, text: str) -> int: ...
 
+    def uncached_text_tokens(self, text: str) -> int: ...
+
 
 class ContextManager:
-    def __init__(self, estimator: TokenEstimator) -> None:
+    def __init__(self, estimator: TokenEstimator, context_window: int) -> None:
         self.estimator = estimator
         self.state = ContextState()
         self.turns = TurnCounter()
         self.ledger_messages = 0
+        self._result_limit = tool_result_token_limit(context_window)
+        self._visible_calls: set[str] = set()
 
     def rebuild(self, events: Iterable[LedgerEvent], compaction: CompactionRecord | None) -> None:
         """Replace the state from the ledger through the one shared projection."""
         after = [e for e in events if compaction is None or e.seq > compaction.replaces_through_seq]
         self.state.latest_compaction = compaction
-        self.state.visible_messages = rebuild_visible_messages(after, compaction)
+        self.state.visible_messages = [
+            self._fit(vm) for vm in rebuild_visible_messages(after, compaction)
+        ]
+        self._visible_calls = visible_call_ids(self.state.visible_messages)
         self.state.history_estimated_tokens = self.estimator.messages_tokens(
             self.state.visible_messages
         )
@@ -51,7 +62,7 @@ class ContextManager:
 
     def append(self, event: LedgerEvent) -> None:
         """Live path: the same per-event projection ``rebuild`` uses."""
-        projected = project_event(event)
+        projected = [self._fit(vm) for vm in project_event(event, self._visible_calls)]
         if not projected:
             return
         self.state.visible_messages.extend(projected)
@@ -59,6 +70,22 @@ class ContextManager:
             self.state.history_estimated_tokens += self.estimator.message_tokens(vm)
         self.turns.feed(event.payload)
         self.ledger_messages += 1
+
+    def _fit(self, vm: VisibleMessage) -> VisibleMessage:
+        """The model's view of a tool result: whole, or head and tail if over its share."""
+        message = vm.message
+        if not isinstance(message, ToolResult):
+            return vm
+        output = message.result.output
+        content = fit_tool_result(
+            output.content, self._result_limit, self.estimator.uncached_text_tokens
+        )
+        if content is output.content:
+            return vm
+        result = message.result.model_copy(
+            update={"output": output.model_copy(update={"content": content})}
+        )
+        return VisibleMessage(vm.source_seq, message.model_copy(update={"result": result}))
 
     @property
     def can_compact(self) -> bool:

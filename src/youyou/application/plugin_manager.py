@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -236,17 +237,21 @@ class PluginManager:
         build: Callable[[Any, dict[str, Any]], BeforeToolUsePayload],
         arguments: dict[str, Any],
     ) -> BeforeToolUseOutcome:
-        """Handlers patch ``current_arguments`` in registration order."""
+        """Handlers patch the arguments in registration order, only through ``ContinueWith``.
+
+        Each handler gets its own deep copy, and a patch is copied as it is taken: editing a
+        payload in place, or a patch after returning it, changes nothing the kernel holds.
+        """
         for plugin_id, config, handler in self._hooks.before_tool_use:
             result = await _call(
                 plugin_id,
                 HookKind.BEFORE_TOOL_USE,
                 handler,
-                build(config, arguments),
+                build(config, copy.deepcopy(arguments)),
                 BeforeToolUsePatch,
             )
             if isinstance(result, Abort):
                 return BeforeToolUseOutcome(arguments, result)
             if isinstance(result, ContinueWith):
-                arguments = dict(result.patch.arguments)
+                arguments = copy.deepcopy(result.patch.arguments)
         return BeforeToolUseOutcome(arguments, None)

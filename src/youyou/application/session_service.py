@@ -90,7 +90,7 @@ class SessionService:
             session_id=session_id,
             resolved=resolved,
             model=model,
-            context=ContextManager(self._kernel.estimator_for(model)),
+            context=ContextManager(self._kernel.estimator_for(model), model.context_window),
             compaction=self._kernel.config.compaction,
         )
 

@@ -84,6 +84,11 @@ class ContextTokenEstimator:
         """Tokens of a request-level text (system prompt, augmentation, summary draft)."""
         return self._count_text(text)
 
+    def uncached_text_tokens(self, text: str) -> int:
+        """Tokens of a text counted once (a large tool result being fitted to the window):
+        it bypasses the caches, so it neither evicts nor keeps anything."""
+        return self._counter.count_text(text)
+
     def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):
             texts: list[str] = []

@@ -8,6 +8,7 @@ ToolCallEnd) in the model's order.
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ from youyou.domain.templates import TOOL_SKIPPED_CANCELLED
 from youyou.domain.tool import (
     RequestedToolCall,
     ResolvedToolCall,
+    ToolDescriptor,
     ToolInput,
     truncate_tool_output,
 )
+from youyou.domain.tool_schema import argument_problems, compiled_schema
 from youyou.ports.tool import ToolHandler
 
 CANCELLED_OUTPUT = ToolOutput(
@@ -77,6 +80,30 @@ def _error_output(code: ErrorCode, message: str) -> ToolOutput:
     )
 
 
+def _refusal(
+    tool_name: str, descriptor: ToolDescriptor | None, arguments: dict[str, Any]
+) -> ToolOutput | None:
+    """The error result of a call that must not reach a handler, or None if it may run."""
+    if descriptor is None:
+        return _error_output(ErrorCode.TOOL_NOT_FOUND, f"tool {tool_name!r} is not registered")
+    if not descriptor.validate_arguments:
+        return None
+    try:
+        validator = compiled_schema(tool_name, descriptor.parameters_schema)
+        problems = argument_problems(validator, arguments)
+    except Exception as exc:  # e.g. a $ref the validator cannot resolve: the tool's fault
+        return _error_output(
+            ErrorCode.TOOL_EXECUTION_ERROR,
+            f"tool {tool_name!r} arguments could not be checked: {type(exc).__name__}: {exc}",
+        )
+    if problems:
+        return _error_output(
+            ErrorCode.INPUT_VALIDATION,
+            f"invalid arguments for tool {tool_name!r}: {'; '.join(problems)}",
+        )
+    return None
+
+
 class ToolDispatcher:
     def __init__(self, plugins: PluginManager) -> None:
         self._plugins = plugins
@@ -114,17 +141,18 @@ class ToolDispatcher:
         arguments = requested.requested_arguments
         preset: ToolOutput | None = None
         if self._plugins.has_before_tool_use:
+            # Hooks get copies: the ledger keeps exactly what the model sent.
             outcome = await self._plugins.before_tool_use(
                 lambda cfg, current: BeforeToolUsePayload(
                     ctx.session_id,
                     ctx.turn_id,
                     requested.call_id,
                     requested.tool_name,
-                    requested.requested_arguments,
+                    copy.deepcopy(requested.requested_arguments),
                     current,
                     cfg,
                 ),
-                dict(arguments),
+                arguments,
             )
             arguments = outcome.arguments
             if outcome.abort is not None:
@@ -133,16 +161,15 @@ class ToolDispatcher:
                     is_error=True,
                     metadata={"synthetic": True, "reason": "before_tool_use_abort"},
                 )
-        if handler is None and preset is None:
-            preset = _error_output(
-                ErrorCode.TOOL_NOT_FOUND, f"tool {requested.tool_name!r} is not registered"
-            )
+        descriptor = handler.descriptor if handler is not None else None
+        if preset is None:
+            preset = _refusal(requested.tool_name, descriptor, arguments)
         resolved = ResolvedToolCall(
             call_id=requested.call_id,
             tool_name=requested.tool_name,
             requested_arguments=requested.requested_arguments,
             effective_arguments=arguments,
-            mutating=handler.descriptor.mutating if handler is not None else False,
+            mutating=descriptor.mutating if descriptor is not None else False,
         )
         return _Call(resolved, preset)
 
@@ -177,8 +204,9 @@ class ToolDispatcher:
             session_id=ctx.session_id,
             turn_id=ctx.turn_id,
             call_id=r.call_id,
-            arguments=r.effective_arguments,
+            arguments=copy.deepcopy(r.effective_arguments),  # the handler may edit its copy
         )
+        output: object
         try:
             # Running tools are never killed by a cancel: they get the token and finish.
             async with asyncio.timeout(ctx.timeout_s):
@@ -191,6 +219,11 @@ class ToolDispatcher:
             output = _error_output(err.code, err.message)
         except Exception as exc:
             output = _error_output(ErrorCode.TOOL_EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
+        if not isinstance(output, ToolOutput):
+            output = _error_output(
+                ErrorCode.TOOL_EXECUTION_ERROR,
+                f"tool {r.tool_name!r} returned {type(output).__name__}, expected ToolOutput",
+            )
         call.duration_ms = int((time.perf_counter() - started) * 1000)
         call.output = truncate_tool_output(output)
 
@@ -213,7 +246,7 @@ class ToolDispatcher:
                         ctx.turn_id,
                         r.call_id,
                         r.tool_name,
-                        r.effective_arguments,
+                        copy.deepcopy(r.effective_arguments),
                         output,
                         call.duration_ms,
                         not output.is_error,

@@ -5,7 +5,7 @@ See docs/architecture.md, 'The ledger' and 'Compaction'.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -60,8 +60,14 @@ def render_compaction_summary(summary_body: str) -> str:
     return f"{COMPACT_SUMMARY_PREFIX}\n\n{summary_body}"
 
 
-def project_event(event: LedgerEvent) -> list[VisibleMessage]:
-    """Visible messages one ledger event contributes (metadata contributes none)."""
+def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMessage]:
+    """Visible messages one ledger event contributes (metadata contributes none).
+
+    ``visible_calls`` holds the call ids already visible and is updated here. A tool result
+    whose call is not visible (left behind a compaction boundary by an older kernel) contributes
+    none: every provider rejects a tool result without its call, and dropping it lets such a
+    session go on.
+    """
     payload = event.payload
     if isinstance(payload, AssistantMessage):
         projected = [VisibleMessage(event.seq, payload)]
@@ -70,9 +76,17 @@ def project_event(event: LedgerEvent) -> list[VisibleMessage]:
                 VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER))
             )
         return projected
+    if isinstance(payload, ToolCall):
+        visible_calls.add(payload.call.call_id)
+    elif isinstance(payload, ToolResult) and payload.result.call_id not in visible_calls:
+        return []
     if isinstance(payload, UserMessage | ToolCall | ToolResult | SystemMessage):
         return [VisibleMessage(event.seq, payload)]
     return []
+
+
+def visible_call_ids(visible: Iterable[VisibleMessage]) -> set[str]:
+    return {vm.message.call.call_id for vm in visible if isinstance(vm.message, ToolCall)}
 
 
 def rebuild_visible_messages(
@@ -80,6 +94,7 @@ def rebuild_visible_messages(
 ) -> list[VisibleMessage]:
     """Shared by the live path, the provider retry path and resume; never fork it."""
     visible: list[VisibleMessage] = []
+    calls: set[str] = set()
     boundary = 0
     if compaction is not None:
         boundary = compaction.replaces_through_seq
@@ -88,8 +103,42 @@ def rebuild_visible_messages(
             visible.append(VisibleMessage(None, SystemMessage(content=summary)))
     for event in events:
         if event.seq > boundary:
-            visible.extend(project_event(event))
+            visible.extend(project_event(event, calls))
     return visible
+
+
+def first_safe_cut(messages: Sequence[VisibleMessage], start: int) -> int:
+    """The first index at or after ``start`` where history may be cut, keeping ``messages[i:]``.
+
+    A cut never falls inside one assistant message (its text and the tool calls right after
+    it) and never separates a tool call from its result: the kept part holds every call whose
+    result it holds. ``len(messages)`` (drop everything) is always safe.
+    """
+    answered_at = {
+        vm.message.result.call_id: index
+        for index, vm in enumerate(messages)
+        if isinstance(vm.message, ToolResult)
+    }
+    reach = -1  # the last result a call before the cut still needs
+    previous: VisiblePayload | None = None
+    for index, vm in enumerate(messages):
+        message = vm.message
+        if index >= start and index > reach and _may_lead(message, previous):
+            return index
+        if isinstance(message, ToolCall):
+            reach = max(reach, answered_at.get(message.call.call_id, -1))
+        previous = message
+    return len(messages)
+
+
+def _may_lead(message: VisiblePayload, previous: VisiblePayload | None) -> bool:
+    """Whether ``message`` may open the kept history after a cut right before it."""
+    if isinstance(message, ToolResult):
+        return False
+    if isinstance(message, ToolCall):
+        # Calls right after assistant text or another call belong to that assistant message.
+        return not isinstance(previous, AssistantMessage | ToolCall)
+    return True
 
 
 class TurnCounter:

@@ -94,6 +94,11 @@ class TurnEndPayload:
 
 @dataclass(frozen=True, slots=True)
 class BeforeToolUsePayload:
+    """``requested_arguments`` (what the model sent) and ``current_arguments`` (after earlier
+    handlers' patches) are copies: editing them in place changes nothing. Return
+    ``ContinueWith(BeforeToolUsePatch(...))`` to change what the tool receives.
+    """
+
     session_id: str
     turn_id: str
     call_id: str
@@ -105,6 +110,8 @@ class BeforeToolUsePayload:
 
 @dataclass(frozen=True, slots=True)
 class AfterToolUsePayload:
+    """``effective_arguments`` is a copy: the ledger's record of the call cannot be edited."""
+
     session_id: str
     turn_id: str
     call_id: str

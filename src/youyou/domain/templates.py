@@ -63,6 +63,16 @@ TOOL_SKIPPED_CANCELLED = "[tool skipped: cancelled before execution]"
 TOOL_INTERRUPTED = "[tool interrupted: the process stopped before its result was recorded]"
 
 
+def render_tool_result_clipped(omitted_chars: int, omitted_lines: int, total_chars: int) -> str:
+    """The marker between the head and the tail of a tool result too large for the model."""
+    return (
+        f"\n\n[... {omitted_chars:,} of {total_chars:,} characters ({omitted_lines:,} lines) "
+        "of this tool result were cut here to fit the model's context window; the session keeps "
+        "the full output. To see the cut part, call the tool again with a narrower query "
+        "(a filter, a smaller range or fewer lines). ...]\n\n"
+    )
+
+
 def wrap_tag(tag: str, body: str) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from youyou.domain.ledger import ToolOutput
 from youyou.domain.templates import TOOL_OUTPUT_LIMIT_BYTES, TOOL_OUTPUT_TRUNCATED_SUFFIX
+from youyou.domain.tool_schema import compiled_schema
 
 
 class _Frozen(BaseModel):
@@ -18,12 +19,23 @@ class _Frozen(BaseModel):
 
 
 class ToolDescriptor(_Frozen):
+    """``validate_arguments=False`` hands calls to the handler unchecked: only for a tool whose
+    own answer to bad arguments serves the model better than the schema's messages.
+    """
+
     name: str
     description: str
     parameters_schema: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
     mutating: bool = False
+    validate_arguments: bool = True
+
+    @model_validator(mode="after")
+    def _schema_is_valid(self) -> ToolDescriptor:
+        """An invalid schema fails where the tool is defined (INVALID_CONFIG), not per call."""
+        compiled_schema(self.name, self.parameters_schema)
+        return self
 
 
 class ToolInput(_Frozen):

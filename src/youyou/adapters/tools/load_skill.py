@@ -53,6 +53,9 @@ class LoadSkillTool:
             description=LOAD_SKILL_DESCRIPTION,
             parameters_schema=_schema(tuple(registry)),
             mutating=False,
+            # The enum advertises the names; a stripped name or an unknown one gets this
+            # tool's own answer (docs/skills.md), not a schema error.
+            validate_arguments=False,
         )
 
     @property
