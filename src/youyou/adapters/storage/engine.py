@@ -7,18 +7,20 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from alembic.util import CommandError
-from sqlalchemy import Connection, event, text
+from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -28,6 +30,7 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
 SQLITE_BUSY_TIMEOUT_MS = 5_000
 SqliteSynchronous = Literal["normal", "full"]
+_SQLITE_WRITERS: WeakKeyDictionary[Engine, asyncio.Lock] = WeakKeyDictionary()
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 # Execution option: open the SQLite transaction with BEGIN IMMEDIATE (take the write lock first).
@@ -86,6 +89,19 @@ def alembic_config(connection: Connection, script_location: Path = _MIGRATIONS) 
     return config
 
 
+def _writer_turn(engine: AsyncEngine) -> AbstractAsyncContextManager[object]:
+    """SQLite has one writer at a time: the writers of one process take turns on an asyncio
+    lock before ``BEGIN IMMEDIATE``, so they queue in the event loop instead of polling the
+    database lock from pool threads and running into the busy timeout under load. Other
+    processes (a ``youyou chat`` next to the server) still meet at the database lock."""
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    lock = _SQLITE_WRITERS.get(engine.sync_engine)
+    if lock is None:
+        lock = _SQLITE_WRITERS[engine.sync_engine] = asyncio.Lock()
+    return lock
+
+
 @asynccontextmanager
 async def transaction(
     engine: AsyncEngine, action: str, *, write: bool = False
@@ -96,7 +112,7 @@ async def transaction(
     timeout instead of failing when a read lock cannot be upgraded.
     """
     try:
-        async with engine.connect() as conn:
+        async with _writer_turn(engine) if write else nullcontext(), engine.connect() as conn:
             if write:
                 conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
             async with conn.begin():
