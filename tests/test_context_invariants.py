@@ -13,12 +13,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.kernel_kit import model
+from tests.kernel_kit import RecordingTool, build_agent, model, text
 
+from youyou import AgentConfig, CompactionPolicy, MemoryMode, ScriptedResponse, TurnOutcome
 from youyou.application.compaction import truncation_boundary
 from youyou.application.context_manager import ContextManager
 from youyou.application.request_builder import ChatRequestBuilder, RequestBuildOptions
-from youyou.application.token_estimator import ContextTokenEstimator
+from youyou.application.token_estimator import MESSAGE_OVERHEAD_TOKENS, ContextTokenEstimator
 from youyou.domain.content import TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord
 from youyou.domain.ledger import (
@@ -36,7 +37,7 @@ from youyou.domain.ledger import (
     ToolResultRecord,
     UserMessage,
 )
-from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
+from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole, ProviderErrorKind
 from youyou.domain.templates import TOOL_INTERRUPTED, TOOL_SKIPPED_CANCELLED, TURN_ABORTED_MESSAGE
 from youyou.domain.turn import TurnAugmentation
 
@@ -48,6 +49,10 @@ class CharCounter:
 
     def count_text(self, text: str) -> int:
         return len(text)
+
+
+async def sized(size: int) -> ToolOutput:
+    return ToolOutput(content="r" * size)
 
 
 def words(n: int, tag: str) -> str:
@@ -306,3 +311,40 @@ def test_a_result_whose_call_is_behind_the_boundary_is_not_shown() -> None:
     for event in session.events[2:]:
         live.add(event.payload)
     assert live.context.state.visible_messages == session.context.state.visible_messages
+
+
+async def test_a_truncated_session_sends_whole_tool_batches_to_the_model() -> None:
+    """Through the public API: the summary fails, the fallback's budget ends inside a batch."""
+    tool = RecordingTool("look", behaviour=lambda args: sized(args["x"]))
+    config = AgentConfig(
+        default_model="m1", compaction=CompactionPolicy(mode=MemoryMode.CONTEXT_PERCENT)
+    )
+    agent, provider = await build_agent(
+        [
+            ScriptedResponse.tool_calls([("c1", "look", {"x": 300}), ("c2", "look", {"x": 100})]),
+            text("done"),
+            ScriptedResponse.error(ProviderErrorKind.PROVIDER, "summarizer down"),
+            text("next answer"),
+        ],
+        models=[model("m1", window=1_000)],
+        config=config,
+        tools=[tool],
+        configure=lambda b: b.with_token_counter(lambda _: CharCounter()),
+    )
+    session = await agent.new_session()
+    assert await (await session.send_message("q1")).join() == TurnOutcome.completed()
+    # The summary fails; the fallback keeps what fits 699 tokens minus the prompt and the new
+    # message. Size the message so that the longest fitting suffix starts at c2, between the
+    # two calls of the batch.
+    tokens = [
+        ContextTokenEstimator(CharCounter()).message_tokens(vm) for vm in session.visible_messages()
+    ]
+    assert [type(vm.message) for vm in session.visible_messages()][1:3] == [ToolCall, ToolCall]
+    prompt = len(provider.requests[0].system_prompt)
+    message = "m" * (699 - prompt - sum(tokens[2:]) - MESSAGE_OVERHEAD_TOKENS)
+    assert await (await session.send_message(message)).join() == TurnOutcome.completed()
+    record = session.latest_compaction
+    assert record is not None and record.mode is CompactionMode.TRUNCATION_FALLBACK
+    request = provider.requests[-1]
+    assert_calls_paired(request.messages)
+    assert [m.tool_call_id for m in request.messages if m.tool_call_id] == []
