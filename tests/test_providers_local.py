@@ -156,6 +156,35 @@ async def test_close_leaves_no_worker_behind(local_model: LocalLlamaProvider) ->
     assert gone(pid)
 
 
+def worker_children() -> list[int]:
+    """Local model workers that this test process started and has not reaped (Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+            if ppid == os.getpid() and b"local_worker" in command:
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_cancel_while_the_worker_starts_ends_the_stream_and_stops_it() -> None:
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=512)
+    cancel = CancellationToken()
+    streaming = asyncio.create_task(collect(provider, ask("Say yes.", 4), cancel))
+    deadline = time.monotonic() + 30
+    while not worker_children():
+        assert time.monotonic() < deadline and not streaming.done()
+        await asyncio.sleep(0.01)
+
+    cancel.cancel()
+
+    assert await asyncio.wait_for(streaming, 10) == [Done(finish_reason=FinishReason.CANCELLED)]
+    assert provider.worker_pid is None
+    assert worker_children() == []
+
+
 _PARENT = """
 import asyncio
 from youyou.adapters.providers.local import LocalLlamaProvider
