@@ -26,6 +26,7 @@ from youyou.cli.runtime import (
     data_dir,
     err_console,
     is_offline_model,
+    warn,
 )
 from youyou.cli.transcript import resolve_one
 from youyou.domain.config import SessionConfig
@@ -130,7 +131,7 @@ async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) 
     if resumed:
         await chat.show_history()
     prompt = build_prompt(
-        data_dir() / HISTORY_FILE,
+        _history_file(),
         [s.name for s in app.skills],
         [m.model_id for m in app.agent.models()],
     )
@@ -144,3 +145,12 @@ async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) 
     await chat.close_session()
     console.print(Text("bye", style="dim"))
     return EXIT_OK
+
+
+def _history_file() -> Path | None:
+    """The prompt history across runs; None (this run only) where the data dir is unusable."""
+    try:
+        return data_dir() / HISTORY_FILE
+    except OSError as exc:
+        warn(f"cannot keep the prompt history ({exc}); it lasts for this run only")
+        return None

@@ -18,11 +18,12 @@ from prompt_toolkit.completion import (
     WordCompleter,
 )
 from prompt_toolkit.document import Document
-from prompt_toolkit.history import FileHistory
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from youyou.adapters.settings import MEMORY_MODE_NAMES
 from youyou.cli.commands import COMMANDS
+from youyou.cli.runtime import warn
 
 PROMPT = "you> "
 CONTINUATION = "...  "
@@ -86,11 +87,29 @@ def _key_bindings() -> KeyBindings:
     return bindings
 
 
+class _FileHistory(FileHistory):
+    """History across runs; a line that cannot be saved (disk full…) is kept for this run."""
+
+    _failed = False
+
+    def store_string(self, string: str) -> None:
+        try:
+            super().store_string(string)
+        except OSError as exc:
+            if not self._failed:
+                self._failed = True
+                warn(f"cannot save the prompt history ({exc})")
+
+
 def build_prompt(
-    history_file: Path, skill_names: Sequence[str], model_ids: Sequence[str]
+    history_file: Path | None, skill_names: Sequence[str], model_ids: Sequence[str]
 ) -> PromptSession[str]:
+    """``history_file=None``: history for this run only."""
+    history: History = (
+        InMemoryHistory() if history_file is None else _FileHistory(str(history_file))
+    )
     return PromptSession(
-        history=FileHistory(str(history_file)),
+        history=history,
         completer=SlashCompleter(skill_names, model_ids),
         complete_while_typing=True,
         key_bindings=_key_bindings(),

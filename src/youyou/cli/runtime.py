@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
+import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -26,21 +28,58 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
 SKILLS_DIR_ENV = "YOUYOU_SKILLS_DIR"
+LOG_FILE = "youyou.log"
 
 err_console = Console(stderr=True, highlight=False)
 
 
 def data_dir() -> Path:
-    """Per-user directory for the prompt history and the log file."""
+    """Per-user directory for the prompt history and the log file (OSError if unusable)."""
     path = Path(platformdirs.user_data_dir("youyou"))
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
+def warn(message: str) -> None:
+    """One plain line on stderr, for problems that must not stop the command."""
+    with suppress(OSError, ValueError):
+        sys.stderr.write(f"youyou: warning: {message}\n")
+        sys.stderr.flush()
+
+
+class _LogFile(logging.FileHandler):
+    """The log file; a write that fails (disk full…) is one warning, never a traceback."""
+
+    _failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self._failed:
+            self._failed = True
+            warn(f"cannot write {self.baseFilename} ({sys.exc_info()[1]}); log lines are dropped")
+
+
+class _BriefFormatter(logging.Formatter):
+    """On stderr, a logged exception is its one-line summary, not a traceback."""
+
+    def formatException(self, ei: Any) -> str:
+        return "".join(traceback.format_exception_only(ei[1])).strip()
+
+
 def setup_logging() -> None:
-    """Kernel warnings (a failed memory extraction…) go to a file, not into the chat."""
-    handler = logging.FileHandler(data_dir() / "youyou.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    """Kernel warnings (a failed memory extraction…) go to a file, not into the chat.
+
+    Logging never ends a command: a log file that cannot be opened sends warnings to stderr
+    (said once), and a failing handler prints no traceback.
+    """
+    logging.raiseExceptions = False
+    handler: logging.Handler
+    try:
+        handler = _LogFile(data_dir() / LOG_FILE, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError as exc:
+        warn(f"cannot open the log file ({exc}); log lines go to stderr")
+        handler = logging.StreamHandler()
+        handler.setFormatter(_BriefFormatter("youyou: %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
