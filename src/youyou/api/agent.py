@@ -57,10 +57,12 @@ class Agent:
         return self._handle(await self._sessions.resume(session_id))
 
     async def shutdown(self) -> None:
-        """Cancel, close every session (SessionEnd cannot veto), shut plugins down in reverse."""
+        """Refuse new work, wait for creates and resumes in flight, close every session
+        (SessionEnd cannot veto), shut plugins down in reverse: no session outlives it."""
         control = self._kernel.control
         if not control.begin_shutdown():
             return
+        await self._sessions.settle_openings()
         runtimes = control.active_runtimes()
         # Sessions close concurrently: each may wait for its turn and a memory extraction.
         results = await asyncio.gather(
@@ -68,12 +70,12 @@ class Agent:
             return_exceptions=True,
         )
         for runtime, result in zip(runtimes, results, strict=True):
-            if isinstance(result, Exception):
+            if isinstance(result, BaseException):
                 logger.warning(
                     "closing session %s during shutdown failed",
                     runtime.session_id,
                     exc_info=result,
                 )
-                control.release(runtime.session_id)
+                self._sessions.mark_closed(runtime)
         await self._kernel.plugins.shutdown()
         control.finish_shutdown()

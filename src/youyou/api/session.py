@@ -9,10 +9,10 @@ from youyou.application.compaction import Compactor, RequestEstimate
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
 from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
+from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, ResolvedSessionConfig
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.context import CompactionRecord, VisibleMessage
-from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
 from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, Metadata
@@ -90,49 +90,58 @@ class SessionHandle:
     async def send_message(
         self, user_input: UserInput, *, options: TurnOptions | None = None
     ) -> RunningTurn:
-        """Start a turn; refusals (INPUT_VALIDATION, TURN_BUSY, SKILL_NOT_FOUND) write nothing."""
+        """Start a turn; refusals (AGENT_SHUTDOWN, SESSION_NOT_FOUND, INPUT_VALIDATION,
+        TURN_BUSY, SKILL_NOT_FOUND) write nothing."""
+        self._sessions.require_usable(self._runtime)
         channel = self._engine.start(self._runtime, to_blocks(user_input), options or TurnOptions())
         return RunningTurn(channel)
+
+    def cancel(self) -> None:
+        """Cancel what runs in this session, a turn or a compaction; idempotent, nothing when
+        idle. A cancelled compaction writes nothing."""
+        for operation in self._runtime.operations:
+            operation.cancel()
 
     def usage(self) -> ContextUsage:
         return context_usage(self._runtime, None)
 
     async def compact(self) -> ContextUsage:
-        """Compact every uncompacted message now (any mode); only refreshes usage if none."""
-        self._require_idle()
-        runtime = self._runtime
-        await self._compactor.compact(
-            runtime,
-            before_seq=None,
-            estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
-            force=True,
-        )
+        """Compact every uncompacted message now (any mode); only refreshes usage if none.
+        TURN_BUSY while a turn runs; a cancel raises REQUEST_CANCELLED (or the close or
+        shutdown behind it) and leaves the boundary where it was."""
+        async with self._sessions.exclusive(self._runtime) as cancel:
+            await self._compact(cancel)
         return self.usage()
 
     async def set_memory_mode(self, mode: MemoryMode) -> ContextUsage:
         """Persisted in the ledger; switching to manual compacts at once."""
-        self._require_idle()
         runtime = self._runtime
-        if mode is not runtime.compaction.mode:
-            await self._sessions.record(
-                runtime, Metadata(key=META_MEMORY_MODE, value={"mode": mode.value})
-            )
-        runtime.compaction = runtime.compaction.model_copy(update={"mode": mode})
-        if mode is MemoryMode.MANUAL:
-            return await self.compact()
+        async with self._sessions.exclusive(runtime) as cancel:
+            if mode is not runtime.compaction.mode:
+                await self._sessions.record(
+                    runtime, Metadata(key=META_MEMORY_MODE, value={"mode": mode.value})
+                )
+            runtime.compaction = runtime.compaction.model_copy(update={"mode": mode})
+            if mode is MemoryMode.MANUAL:
+                await self._compact(cancel)
         return self.usage()
 
     async def close(self, *, extract_memories: bool = True) -> None:
         """``extract_memories=False`` closes without writing to the ledger: for a session that
-        another process has appended to since, or holds right now."""
+        another process has appended to since, or holds right now. Closing a closed session
+        does nothing."""
         await self._sessions.close(
             self._runtime, SessionTerminationMode.CLOSE, extract=extract_memories
         )
 
-    def _require_idle(self) -> None:
-        if self._runtime.is_running:
-            raise AgentError(
-                ErrorCode.TURN_BUSY,
-                "a turn is running in this session",
-                source=ErrorSource.TURN_ENGINE,
-            )
+    async def _compact(self, cancel: CancellationToken) -> None:
+        runtime = self._runtime
+        record = await self._compactor.compact(
+            runtime,
+            before_seq=None,
+            estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
+            cancel=cancel,
+            force=True,
+        )
+        if record is None and cancel.is_cancelled:
+            raise self._sessions.cancelled(runtime)

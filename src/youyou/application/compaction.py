@@ -6,14 +6,17 @@ in the ledger and a ``context_compaction`` metadata event records the new bounda
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from youyou.application.kernel import Kernel
 from youyou.application.model_router import complete_text
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
+from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.content import TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage, first_safe_cut
@@ -29,6 +32,8 @@ from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
 from youyou.domain.transcript import message_line
 
 TOOL_RESULT_TRANSCRIPT_CHARS = 4000
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,7 @@ class Compactor:
         *,
         before_seq: int | None,
         estimate: RequestEstimate,
+        cancel: CancellationToken,
         emit: Callable[[AgentEventPayload], None] | None = None,
         force: bool = False,
     ) -> CompactionRecord | None:
@@ -120,17 +126,21 @@ class Compactor:
 
         ``force`` (manual compaction, provider context-length error): a truncation fallback
         drops every compactable message instead of trusting the estimate's budget.
+        ``cancel`` (the turn's or the manual compaction's) stops the summary request at once;
+        a cancelled compaction writes nothing and returns None.
         """
         context = runtime.context
         messages = context.compactable(before_seq)
-        if not messages:
+        if not messages or cancel.is_cancelled:
             return None
         abort = await self._kernel.plugins.before_compact(
             lambda cfg: BeforeCompactPayload(
                 runtime.session_id, len(messages), estimate.history, estimate.total, cfg
             )
         )
-        body = await self._summarize(runtime, messages) if abort is None else None
+        body = await self._summarize(runtime, messages, cancel) if abort is None else None
+        if cancel.is_cancelled:
+            return None
         mode = CompactionMode.SUMMARY if body is not None else CompactionMode.TRUNCATION_FALLBACK
         boundary = messages[-1].source_seq
         if body is None and not force:
@@ -161,9 +171,9 @@ class Compactor:
         return record
 
     async def _summarize(
-        self, runtime: SessionRuntime, messages: Sequence[VisibleMessage]
+        self, runtime: SessionRuntime, messages: Sequence[VisibleMessage], cancel: CancellationToken
     ) -> str | None:
-        """The merged summary; None on failure under the truncate policy."""
+        """The merged summary; None if cancelled or on failure under the truncate policy."""
         policy = runtime.resolved.runtime_policy
         previous = runtime.context.state.latest_compaction
         request = ChatRequest(
@@ -184,12 +194,15 @@ class Compactor:
         )
         failure: str
         try:
-            body = (await complete_text(self._kernel.models, request)).strip()
+            text = await _unless_cancelled(
+                complete_text(self._kernel.models, request, cancel), cancel
+            )
             failure = "the model returned an empty summary"
         except AgentError as err:
-            body, failure = "", err.message
-        if body:
-            return body
+            text, failure = None, err.message
+        body = (text or "").strip()
+        if body or cancel.is_cancelled:
+            return body or None
         if runtime.compaction.on_summary_failure is SummaryFailurePolicy.FAIL:
             raise AgentError(
                 ErrorCode.COMPACT_ERROR,
@@ -198,3 +211,19 @@ class Compactor:
                 source=ErrorSource.CONTEXT_MANAGER,
             )
         return None
+
+
+async def _unless_cancelled(work: Coroutine[Any, Any, T], cancel: CancellationToken) -> T | None:
+    """``work`` until it ends or ``cancel`` fires, whichever is first (then None): a provider
+    that does not watch its token is stopped all the same."""
+    task = asyncio.ensure_future(work)
+    stop = cancel.on_cancel(task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not cancel.is_cancelled or (current is not None and current.cancelling()):
+            raise  # the caller itself is being cancelled
+        return None
+    finally:
+        stop()

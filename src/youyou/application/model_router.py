@@ -50,12 +50,14 @@ class ModelRegistry:
         return [route.info for route in self._routes.values()]
 
 
-async def complete_text(registry: ModelRegistry, request: ChatRequest) -> str:
+async def complete_text(
+    registry: ModelRegistry, request: ChatRequest, cancel: CancellationToken | None = None
+) -> str:
     """One tools-less request collected into text (compaction, memory extraction)."""
     provider = registry.route(request.model_id).provider
     parts: list[str] = []
     try:
-        async for event in provider.chat(request, CancellationToken()):
+        async for event in provider.chat(request, cancel or CancellationToken()):
             if isinstance(event, TextDelta):
                 parts.append(event.text)
             elif isinstance(event, ChatError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Protocol
 
 from youyou.application.context_manager import ContextManager
 from youyou.application.request_builder import ChatRequestBuilder
@@ -18,10 +18,41 @@ from youyou.domain.session import SessionSummary
 
 
 class TurnState(StrEnum):
+    """What holds the session: nothing, a turn, a manual compaction, or its close."""
+
     IDLE = "idle"
     RUNNING = "running"
+    COMPACTING = "compacting"
     CLOSING = "closing"
     CLOSED = "closed"
+
+
+class Operation(Protocol):
+    """The one thing running in a session (a turn or a manual compaction): close, shutdown and
+    ``SessionHandle.cancel()`` cancel it and wait for its end."""
+
+    def cancel(self) -> None: ...
+
+    async def join(self) -> object: ...
+
+
+class ManualCompaction:
+    """A manual compaction or memory-mode change: its cancel token and its end."""
+
+    __slots__ = ("_done", "cancel_token")
+
+    def __init__(self) -> None:
+        self.cancel_token = CancellationToken()
+        self._done = asyncio.Event()
+
+    def cancel(self) -> None:
+        self.cancel_token.cancel()
+
+    def finish(self) -> None:
+        self._done.set()
+
+    async def join(self) -> None:
+        await self._done.wait()
 
 
 @dataclass(eq=False)
@@ -41,11 +72,20 @@ class SessionRuntime:
     last_memory_checkpoint_seq: int = 0
     cancel: CancellationToken = field(default_factory=CancellationToken)
     requests: ChatRequestBuilder = field(default_factory=ChatRequestBuilder)
-    running_turn: Any = None
+    # Set by the turn engine (a turn) or by a manual compaction; at most one at a time.
+    running_turn: Operation | None = None
+    running_compaction: ManualCompaction | None = None
     background: set[asyncio.Task[None]] = field(default_factory=set)
     # Serializes ledger writes: a background memory checkpoint may write while a turn runs.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Serializes closes: a second close (or shutdown's) waits for the first one's result.
+    close_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def is_running(self) -> bool:
-        return self.turn_state is TurnState.RUNNING
+        """A turn or a manual compaction holds the session: the other one is TURN_BUSY."""
+        return self.turn_state in (TurnState.RUNNING, TurnState.COMPACTING)
+
+    @property
+    def operations(self) -> list[Operation]:
+        return [op for op in (self.running_turn, self.running_compaction) if op is not None]

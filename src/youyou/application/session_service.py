@@ -8,11 +8,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from youyou.application.agent_control import LifecycleState
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
-from youyou.application.session_runtime import SessionRuntime, TurnState
+from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
+from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
     MemoryMode,
     ResolvedSessionConfig,
@@ -55,6 +59,60 @@ def _storage_error(exc: Exception) -> AgentError:
 class SessionService:
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
+        self._opening: set[asyncio.Event] = set()  # creates and resumes not yet settled
+
+    # -- refusals and exclusive operations -----------------------------------------------
+
+    def refusal(self, runtime: SessionRuntime) -> AgentError | None:
+        """Why a handle may do no work: AGENT_SHUTDOWN once shutdown has begun (before any
+        other reason), SESSION_NOT_FOUND for a closing or closed session."""
+        if self._kernel.control.lifecycle is not LifecycleState.RUNNING:
+            return AgentError(
+                ErrorCode.AGENT_SHUTDOWN, "the agent is shutting down", source=ErrorSource.AGENT
+            )
+        if runtime.turn_state in (TurnState.CLOSING, TurnState.CLOSED):
+            return AgentError(
+                ErrorCode.SESSION_NOT_FOUND,
+                f"session {runtime.session_id} is closed",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        return None
+
+    def require_usable(self, runtime: SessionRuntime) -> None:
+        refusal = self.refusal(runtime)
+        if refusal is not None:
+            raise refusal
+
+    @asynccontextmanager
+    async def exclusive(self, runtime: SessionRuntime) -> AsyncIterator[CancellationToken]:
+        """Hold the session for a manual compaction or memory-mode change, so that it and a
+        turn exclude each other (TURN_BUSY both ways). Close, shutdown and the session's cancel
+        fire the yielded token and wait for the block to end."""
+        self.require_usable(runtime)
+        if runtime.is_running:
+            raise AgentError(
+                ErrorCode.TURN_BUSY,
+                f"session {runtime.session_id} is busy",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        operation = ManualCompaction()
+        runtime.turn_state = TurnState.COMPACTING
+        runtime.running_compaction = operation
+        try:
+            yield operation.cancel_token
+        finally:
+            runtime.running_compaction = None
+            if runtime.turn_state is TurnState.COMPACTING:
+                runtime.turn_state = TurnState.IDLE
+            operation.finish()
+
+    def cancelled(self, runtime: SessionRuntime) -> AgentError:
+        """The error of an operation a cancel stopped: the shutdown or close behind it, if any."""
+        return self.refusal(runtime) or AgentError(
+            ErrorCode.REQUEST_CANCELLED,
+            f"the operation on session {runtime.session_id} was cancelled",
+            source=ErrorSource.SESSION_SERVICE,
+        )
 
     # -- ledger writes -------------------------------------------------------------------
 
@@ -97,8 +155,7 @@ class SessionService:
     async def create(self, session_config: SessionConfig) -> SessionRuntime:
         kernel = self._kernel
         session_id = str(uuid.uuid4())
-        reservation = kernel.control.claim(session_id)
-        try:
+        with self._opening_slot(session_id) as reservation:
             pinned = resolve_session_pinned_config(kernel.config, session_config, kernel.models.has)
             policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
             runtime = self._runtime(
@@ -122,9 +179,29 @@ class SessionService:
             await self._load_bootstrap(runtime)
             kernel.control.commit(reservation, runtime)
             return runtime
+
+    @contextmanager
+    def _opening_slot(self, session_id: str) -> Iterator[str]:
+        """Claim a slot for a create or resume; a failure rolls back only this reservation.
+        Shutdown waits until the block ends (``settle_openings``)."""
+        control = self._kernel.control
+        reservation = control.claim(session_id)
+        settled = asyncio.Event()
+        self._opening.add(settled)
+        try:
+            yield reservation
         except BaseException:
-            kernel.control.rollback(reservation)
+            control.rollback(reservation)
             raise
+        finally:
+            self._opening.discard(settled)
+            settled.set()
+
+    async def settle_openings(self) -> None:
+        """Wait until every create or resume in flight has committed or rolled back (no new one
+        can start once shutdown has begun)."""
+        for settled in list(self._opening):
+            await settled.wait()
 
     async def _roll_back_storage(self, session_id: str) -> None:
         storage = self._kernel.session_storage
@@ -157,8 +234,7 @@ class SessionService:
                 "resume needs a session storage",
                 source=ErrorSource.SESSION_SERVICE,
             )
-        reservation = kernel.control.claim(session_id)
-        try:
+        with self._opening_slot(session_id) as reservation:
             head = await storage.load_head(session_id)
             profile = head.profile.payload
             assert isinstance(profile, Metadata)
@@ -200,9 +276,6 @@ class SessionService:
             await self._load_bootstrap(runtime)
             kernel.control.commit(reservation, runtime)
             return runtime
-        except BaseException:
-            kernel.control.rollback(reservation)
-            raise
 
     async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
@@ -232,16 +305,34 @@ class SessionService:
     async def close(
         self, runtime: SessionRuntime, mode: SessionTerminationMode, *, extract: bool = True
     ) -> None:
-        """Close: cancel the turn, SessionEnd (veto only on plain close), extract, release.
+        """Close: refuse new work, stop what runs, SessionEnd (veto only on plain close),
+        extract, release the slot last.
 
         ``extract=False`` writes nothing: for a copy another process has moved on from, or
         one this process may not write right now."""
-        if runtime.turn_state is TurnState.CLOSED:
-            return
-        turn = runtime.running_turn
-        if turn is not None:
-            turn.cancel()
-            await turn.join()
+        async with runtime.close_lock:
+            if runtime.turn_state is TurnState.CLOSED:
+                return
+            runtime.turn_state = TurnState.CLOSING  # sends, compactions, mode changes refused
+            try:
+                for operation in runtime.operations:
+                    operation.cancel()
+                    await operation.join()
+                await self._session_end(runtime, mode)
+            except BaseException:
+                runtime.turn_state = TurnState.IDLE  # a vetoed close leaves the session usable
+                raise
+            try:
+                if runtime.background:
+                    await asyncio.gather(*runtime.background, return_exceptions=True)
+                if extract:
+                    await self.extract_memories(runtime)
+            except Exception:
+                logger.warning("memory extraction on close failed", exc_info=True)
+            finally:
+                self.mark_closed(runtime)
+
+    async def _session_end(self, runtime: SessionRuntime, mode: SessionTerminationMode) -> None:
         try:
             abort = await self._kernel.plugins.session_end(
                 lambda cfg: SessionEndPayload(
@@ -264,14 +355,9 @@ class SessionService:
                     source=ErrorSource.SESSION_SERVICE,
                 )
             logger.warning("SessionEnd abort ignored during shutdown: %s", abort.reason)
-        runtime.turn_state = TurnState.CLOSING
-        if runtime.background:
-            await asyncio.gather(*runtime.background, return_exceptions=True)
-        try:
-            if extract:
-                await self.extract_memories(runtime)
-        except Exception:
-            logger.warning("memory extraction on close failed", exc_info=True)
+
+    def mark_closed(self, runtime: SessionRuntime) -> None:
+        """The end of every close, even a failed one during shutdown: nothing runs any more."""
         runtime.cancel.cancel()
         runtime.turn_state = TurnState.CLOSED
         self._kernel.control.release(runtime.session_id)

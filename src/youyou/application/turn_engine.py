@@ -238,10 +238,13 @@ class TurnEngine:
             augmentation=sum(estimator.text_tokens(i.rendered_xml) for i in turn.injections),
             candidate=estimator.message_tokens(candidate),
         )
+        cancel = turn.channel.cancel_token
         if should_compact(runtime, estimate):
             await self._compactor.compact(
-                runtime, before_seq=None, estimate=estimate, emit=turn.channel.emit
+                runtime, before_seq=None, estimate=estimate, cancel=cancel, emit=turn.channel.emit
             )
+            if cancel.is_cancelled:  # nothing was written; the turn ends before its message
+                return estimate
             estimate = replace(estimate, history=runtime.context.history_tokens)
         limit = runtime.model.context_window * runtime.compaction.hard_limit
         if estimate.total >= limit:
@@ -353,9 +356,12 @@ class TurnEngine:
             runtime,
             before_seq=augmentation.origin_user_seq,
             estimate=current,
+            cancel=turn.channel.cancel_token,
             emit=turn.channel.emit,
             force=force,
         )
+        if turn.channel.cancel_token.is_cancelled:
+            return True  # nothing was written; the next request ends the turn as cancelled
         after = replace(estimate, history=runtime.context.history_tokens).total
         window = runtime.model.context_window
         if after >= window:
