@@ -117,6 +117,16 @@ async def test_local_generation_stops_on_cancel(local_model: LocalLlamaProvider)
     assert_answer(await collect(local_model, ask("Say yes.", 4)), 4)
 
 
+async def test_a_prompt_longer_than_the_context_is_a_context_length_error() -> None:
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=256)
+
+    events = await collect(provider, ask("Repeat after me: " + "la " * 400, 4))
+
+    assert len(events) == 1 and isinstance(events[0], ChatError), events
+    assert events[0].error.kind is ProviderErrorKind.CONTEXT_LENGTH_EXCEEDED
+    await provider.close()
+
+
 async def test_a_killed_worker_fails_its_answer_and_the_next_request_restarts_it(
     local_model: LocalLlamaProvider,
 ) -> None:

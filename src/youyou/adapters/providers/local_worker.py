@@ -25,6 +25,7 @@ import asyncio
 import importlib
 import json
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -120,7 +121,8 @@ class Generator:
 
 def create_app(generator: Generator, token: str) -> Starlette:
     async def chat_completions(request: Request) -> Response:
-        if request.headers.get("authorization") != f"Bearer {token}":
+        given = request.headers.get("authorization", "")
+        if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
             body = _error_body("missing or wrong bearer token", "authentication_error")
             return JSONResponse(body, status_code=401)
         params = await request.json()
