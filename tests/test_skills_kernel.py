@@ -159,7 +159,7 @@ async def test_the_skill_is_reapplied_on_every_request_of_the_turn() -> None:
 
 async def test_the_skill_survives_a_threshold_compaction_inside_the_tool_loop() -> None:
     async def big_output(arguments: dict[str, Any]) -> ToolOutput:
-        return ToolOutput(content="z " * 1000)  # ~500 tokens
+        return ToolOutput(content="z " * 1000)  # shown as ~250 tokens: a quarter of the window
 
     tool = RecordingTool("grep", behaviour=big_output)
     agent, provider = await build_agent(
@@ -174,7 +174,7 @@ async def test_the_skill_survives_a_threshold_compaction_inside_the_tool_loop() 
         configure=with_skills(REVIEW),
     )
     session = await agent.new_session()
-    await (await session.send_message("word " * 300)).join()
+    await (await session.send_message("word " * 460)).join()
     turn = await session.send_message("/review now")
     events = await turn.collect()
 
