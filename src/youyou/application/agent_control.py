@@ -9,7 +9,8 @@ State machine::
                                   RESERVED --rollback(reservation_id)--> (empty)
 
 ``claim`` checks lifecycle and capacity in the same critical section, so a session can never
-be claimed once shutdown has begun.
+be claimed once shutdown has begun; shutdown waits for the reservations made before that to
+commit or roll back (``SessionService.settle_openings``), then closes every active session.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ class Active(Generic[R]):
     runtime: R
 
 
+def shutting_down() -> AgentError:
+    """The refusal of anything new once shutdown has begun: a session, or work on a handle."""
+    return AgentError(
+        ErrorCode.AGENT_SHUTDOWN, "the agent is shutting down", source=ErrorSource.AGENT
+    )
+
+
 class AgentControl(Generic[R]):
     def __init__(self, max_active_sessions: int = 1) -> None:
         self._lock = threading.Lock()
@@ -58,9 +66,7 @@ class AgentControl(Generic[R]):
         """Reserve a slot for ``session_id``; returns the reservation id."""
         with self._lock:
             if self._lifecycle is not LifecycleState.RUNNING:
-                raise AgentError(
-                    ErrorCode.AGENT_SHUTDOWN, "the agent is shutting down", source=ErrorSource.AGENT
-                )
+                raise shutting_down()
             if session_id in self._slots:
                 raise AgentError(
                     ErrorCode.SESSION_BUSY,

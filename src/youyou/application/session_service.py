@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from youyou.application.agent_control import LifecycleState
+from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
@@ -67,9 +67,7 @@ class SessionService:
         """Why a handle may do no work: AGENT_SHUTDOWN once shutdown has begun (before any
         other reason), SESSION_NOT_FOUND for a closing or closed session."""
         if self._kernel.control.lifecycle is not LifecycleState.RUNNING:
-            return AgentError(
-                ErrorCode.AGENT_SHUTDOWN, "the agent is shutting down", source=ErrorSource.AGENT
-            )
+            return shutting_down()
         if runtime.turn_state in (TurnState.CLOSING, TurnState.CLOSED):
             return AgentError(
                 ErrorCode.SESSION_NOT_FOUND,
