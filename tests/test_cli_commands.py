@@ -130,7 +130,7 @@ def test_new_and_model_start_new_sessions_and_memories_lists_what_closing_saved(
     child.expect("two")
     child.expect(PROMPT)
     shown = quit_chat(child)
-    assert "closing the session (saving long-term memories)" in shown
+    assert "closing the session (saving long-term memories; Ctrl+C skips it)" in shown
     assert len(cli.session_ids()) == 2
 
 

@@ -135,6 +135,9 @@ class AgentSettings(_Section):
 class MemorySettings(_Section):
     enabled: bool = True
     """Long-term memory: extraction at checkpoints and recall into prompts."""
+    close_timeout_s: float = Field(10.0, gt=0)
+    """How long ``youyou chat`` waits for the memory extraction of a session it closes; what
+    it did not extract stays in the ledger for when the session is resumed and closed again."""
 
 
 # Names users type (workbench, CLI) ↔ the kernel's modes; ``youyou.toml`` also takes the kernel's.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
@@ -12,7 +13,7 @@ from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
-from youyou.cli.runtime import on_interrupt, run_turn
+from youyou.cli.runtime import Interrupts, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
 from youyou.cli.writer import SessionWriter
 from youyou.domain.config import SessionConfig
@@ -25,7 +26,16 @@ RESUME_TRANSCRIPT_EVENTS = 40
 
 
 class Chat:
-    def __init__(self, app: BuiltApp, console: Console, session: SessionHandle) -> None:
+    def __init__(
+        self,
+        app: BuiltApp,
+        console: Console,
+        session: SessionHandle,
+        *,
+        interrupts: Interrupts,
+        close_timeout_s: float,
+    ) -> None:
+        """``close_timeout_s``: how long closing a session waits for its memory extraction."""
         self.app = app
         self.console = console
         self.session = session
@@ -33,6 +43,10 @@ class Chat:
         self.expand_reasoning = False
         self.last_reasoning = ""
         self.writer = SessionWriter(app.session_storage)
+        self.interrupts = interrupts
+        self.close_timeout_s = close_timeout_s
+        # The last turn failed in the provider: a memory extraction would wait on it again.
+        self.provider_failed = False
 
     @property
     def model_id(self) -> str:
@@ -77,7 +91,11 @@ class Chat:
         async with self.writer.hold(self.session.session_id):
             if await self.writer.moved_on(self.session):
                 await self.reload()
-            return await run_turn(self.session, blocks, view)
+            outcome = await run_turn(self.session, blocks, view, self.interrupts)
+        self.provider_failed = (
+            outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
+        )
+        return outcome
 
     async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
         """A compaction or mode switch, under the same rule as a turn."""
@@ -104,30 +122,55 @@ class Chat:
             await action()
 
     async def close_session(self) -> None:
-        """Close (extracting long-term memories); a session with no message is not kept."""
+        """Close (extracting long-term memories); a session with no message is not kept.
+
+        Extraction is skipped when the provider has just failed or SIGTERM asked to end, and
+        bounded by ``close_timeout_s`` otherwise; Ctrl+C or SIGTERM stops it at once. What it
+        did not extract stays in the ledger for when the session is resumed and closed again.
+        """
         session = self.session
         if session.is_closed:
             return
+        extract = (
+            self.app.memory_storage is not None
+            and not self.provider_failed
+            and not self.interrupts.terminated
+        )
         note = (
-            "closing the session (saving long-term memories)…"
-            if self.app.memory_storage is not None
+            "closing the session (saving long-term memories; Ctrl+C skips it)…"
+            if extract
             else "closing the session…"
         )
-
-        async def close() -> None:
+        with self.console.status(note):
             try:
                 async with self.writer.hold(session.session_id):
-                    await session.close()
+                    if extract:
+                        await self._close_extracting(session)
+                    else:
+                        await session.close(extract_memories=False)
             except AgentError as error:  # another process writes it: leave the ledger alone
                 if error.code is not ErrorCode.SESSION_BUSY:
                     raise
                 await session.close(extract_memories=False)
-
-        await self.busy(note, close)
         summary = session.summary
         if summary is None or summary.message_count == 0:
             with suppress(AgentError):  # nothing was stored for it
                 await self.app.session_storage.delete_session(session.session_id)
+
+    async def _close_extracting(self, session: SessionHandle) -> None:
+        closing = asyncio.ensure_future(session.close())
+        with self.interrupts.routed(closing.cancel):
+            await asyncio.wait({closing}, timeout=self.close_timeout_s)
+        why = "stopped"
+        if not closing.done():
+            why = f"it took longer than {self.close_timeout_s:g} s"
+            closing.cancel()
+            await asyncio.wait({closing})
+        if not closing.cancelled():
+            closing.result()  # a plugin's veto or a storage failure
+            return
+        self.console.print(Text(f"long-term memories were not saved ({why})", style="yellow"))
+        await session.close(extract_memories=False)
 
     async def replace_session(self, opener: Callable[[], Awaitable[SessionHandle]]) -> None:
         """Close the current session and open another; if that fails, start a fresh one."""

@@ -22,7 +22,9 @@ from youyou.cli.runtime import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     OFFLINE_NOTE,
+    Interrupts,
     data_dir,
     err_console,
     is_offline_model,
@@ -76,13 +78,24 @@ async def run_chat(options: ChatOptions) -> int:
     message = options.message
     if message == "-" or (message is None and not sys.stdin.isatty()):
         message = sys.stdin.read()
-    async with opened_app(settings, options.skills_dir) as app:
-        session = await _open_session(app, options)
-        if is_offline_model(settings, session.config.pinned.model_id):
-            err_console.print(OFFLINE_NOTE, style="dim", markup=False)
-        if message is not None:
-            return await _one_shot(app, session, message, options)
-        return await _interactive(app, session, resumed=options.resume is not None)
+    interrupts = Interrupts()
+    with interrupts.installed():
+        async with opened_app(settings, options.skills_dir) as app:
+            session = await _open_session(app, options)
+            if is_offline_model(settings, session.config.pinned.model_id):
+                err_console.print(OFFLINE_NOTE, style="dim", markup=False)
+            chat = Chat(
+                app,
+                err_console if message is not None else Console(highlight=False),
+                session,
+                interrupts=interrupts,
+                close_timeout_s=settings.memory.close_timeout_s,
+            )
+            if message is not None:
+                code = await _one_shot(chat, message, options)
+            else:
+                code = await _interactive(chat, resumed=options.resume is not None)
+    return EXIT_TERMINATED if interrupts.terminated else code
 
 
 async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
@@ -93,11 +106,9 @@ async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
     return await app.agent.new_session(SessionConfig(model_id=options.model))
 
 
-async def _one_shot(
-    app: BuiltApp, session: SessionHandle, message: str, options: ChatOptions
-) -> int:
-    """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error."""
-    chat = Chat(app, err_console, session)
+async def _one_shot(chat: Chat, message: str, options: ChatOptions) -> int:
+    """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error (and 143
+    after SIGTERM, set by the caller)."""
     view: TurnView
     if options.json:
         view = JsonTurnView()
@@ -121,12 +132,12 @@ async def _one_shot(
     return _EXIT_CODES.get(outcome.status, EXIT_FAILED)
 
 
-async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) -> int:
+async def _interactive(chat: Chat, *, resumed: bool) -> int:
+    """Until /exit, Ctrl+C or Ctrl+D at an empty prompt, or SIGTERM."""
     # Imported here: prompt_toolkit takes ~0.1 s to load, which ``-m`` runs need not pay.
     from youyou.cli.prompt import PROMPT, build_prompt
 
-    console = Console(highlight=False)
-    chat = Chat(app, console, session)
+    console, app = chat.console, chat.app
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
     if resumed:
         await chat.show_history()
@@ -135,9 +146,15 @@ async def _interactive(app: BuiltApp, session: SessionHandle, *, resumed: bool) 
         [s.name for s in app.skills],
         [m.model_id for m in app.agent.models()],
     )
-    while True:
+
+    def stop_prompt() -> None:
+        if prompt.app.is_running:
+            prompt.app.exit(exception=EOFError())
+
+    while not chat.interrupts.terminated:
         try:
-            line = await prompt.prompt_async(PROMPT)
+            with chat.interrupts.on_terminate(stop_prompt):
+                line = await prompt.prompt_async(PROMPT)
         except (EOFError, KeyboardInterrupt):
             break
         if line.strip() and not await dispatch(chat, line):

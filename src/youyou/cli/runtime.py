@@ -8,7 +8,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from youyou.domain.turn import TurnOutcome
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: cancelled with Ctrl+C
+EXIT_TERMINATED = 143  # 128 + SIGTERM: what shells report for a process SIGTERM ended
 SKILLS_DIR_ENV = "YOUYOU_SKILLS_DIR"
 LOG_FILE = "youyou.log"
 
@@ -102,34 +103,83 @@ OFFLINE_NOTE = (
 
 
 @contextmanager
-def on_interrupt(callback: Callable[[], None]) -> Iterator[None]:
-    """Route Ctrl+C (SIGINT) to ``callback`` while the block runs, then restore the handler.
+def _on_signal(signum: signal.Signals, callback: Callable[[], object]) -> Iterator[None]:
+    """Route ``signum`` to ``callback`` while the block runs, then restore the handler.
 
-    Where the loop cannot take signal handlers (Windows), Ctrl+C keeps its default effect.
+    Where the loop cannot take signal handlers (Windows), the signal keeps its default effect.
     """
     loop = asyncio.get_running_loop()
-    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.getsignal(signum)
     try:
-        loop.add_signal_handler(signal.SIGINT, callback)
+        loop.add_signal_handler(signum, callback)
     except (NotImplementedError, RuntimeError):
         yield
         return
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signum)
         with suppress(TypeError, ValueError):
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signum, previous)
 
 
-async def run_turn(session: SessionHandle, user_input: UserInput, view: TurnView) -> TurnOutcome:
-    """Stream one turn into ``view``; Ctrl+C cancels it (the partial answer is kept).
+def on_interrupt(callback: Callable[[], object]) -> AbstractContextManager[None]:
+    """Route Ctrl+C (SIGINT) to ``callback`` while the block runs."""
+    return _on_signal(signal.SIGINT, callback)
+
+
+class Interrupts:
+    """Ctrl+C and SIGTERM during one ``youyou chat`` run.
+
+    Ctrl+C stops what the chat is doing now (the streaming answer, the memory extraction of a
+    close). SIGTERM, which ``timeout``, systemd and CI send, stops it the same way and then ends
+    the chat: the partial answer is stored as incomplete, the session is closed without
+    extracting memories and the process exits with ``EXIT_TERMINATED``.
+    """
+
+    def __init__(self) -> None:
+        self.terminated = False
+        self._targets: list[Callable[[], object]] = []
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """SIGTERM handling for the whole run (before it, SIGTERM ends the process at once)."""
+        with _on_signal(signal.SIGTERM, self._terminate):
+            yield
+
+    def _terminate(self) -> None:
+        self.terminated = True
+        if self._targets:
+            self._targets[-1]()
+
+    @contextmanager
+    def on_terminate(self, callback: Callable[[], object]) -> Iterator[None]:
+        """SIGTERM calls ``callback`` while the block runs (Ctrl+C is left alone)."""
+        self._targets.append(callback)
+        try:
+            yield
+        finally:
+            self._targets.remove(callback)
+
+    @contextmanager
+    def routed(self, callback: Callable[[], object]) -> Iterator[None]:
+        """Ctrl+C and SIGTERM call ``callback`` while the block runs."""
+        with self.on_terminate(callback), on_interrupt(callback):
+            yield
+
+
+async def run_turn(
+    session: SessionHandle, user_input: UserInput, view: TurnView, interrupts: Interrupts
+) -> TurnOutcome:
+    """Stream one turn into ``view``; Ctrl+C or SIGTERM cancels it (the partial answer is kept).
 
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
     tool_use = ProviderCapability.TOOL_USE in session.model.capabilities
     turn = await session.send_message(user_input, options=TurnOptions(offer_tools=tool_use))
-    with on_interrupt(turn.cancel):
+    with interrupts.routed(turn.cancel):
+        if interrupts.terminated:  # SIGTERM came before the turn could be cancelled
+            turn.cancel()
         try:
             async for event in turn.events:
                 view.handle(event)
