@@ -138,6 +138,18 @@ async def timed_ms(call: Callable[[], Awaitable[Any]]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+async def tool_rounds(run: Callable[[], Awaitable[float]]) -> dict[str, Any]:
+    """S2 twice, each on a fresh agent: the first pays one-time costs (lazy imports, schema
+    builds), the second is the number reported."""
+    cold_ms = await run()
+    warm_ms = await run()
+    return {
+        "wall_s": warm_ms / 1000,
+        "cold_wall_s": cold_ms / 1000,
+        "peak_tools_in_flight": TOOLS.peak,
+    }
+
+
 async def timed_turns(
     turn: Callable[[int], Awaitable[Any]], count: int, first: int = 0
 ) -> list[float]:

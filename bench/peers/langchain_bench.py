@@ -151,12 +151,12 @@ async def s1(memory: bool, workdir: Path) -> dict[str, Any]:
     return {"turn_ms": common.summary(durations)}
 
 
-async def s2() -> dict[str, Any]:
+async def tool_turn() -> float:
     model = CountingChatModel(tool_rounds=common.ROUNDS)
     agent = make_agent(model, InMemorySaver(), tools=True)
     wall_ms = await common.timed_ms(partial(stream, agent, "bench", 0))
     common.check_tools(model.log)
-    return {"wall_s": wall_ms / 1000, "peak_tools_in_flight": common.TOOLS.peak}
+    return wall_ms
 
 
 async def s3(workdir: Path) -> dict[str, Any]:
@@ -194,7 +194,7 @@ async def drive(scenario: str, workdir: str) -> dict[str, Any]:
     if scenario in ("s1-memory", "s1-sqlite"):
         return await s1(scenario == "s1-memory", folder)
     if scenario == "s2":
-        return await s2()
+        return await common.tool_rounds(tool_turn)
     if scenario == "s3":
         return await s3(folder)
     return await s4()

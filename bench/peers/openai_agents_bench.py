@@ -216,12 +216,13 @@ async def s1(memory: bool, workdir: Path) -> dict[str, Any]:
     return {"turn_ms": common.summary(durations)}
 
 
-async def s2() -> dict[str, Any]:
+async def tool_turn() -> float:
     model = CountingModel(tool_rounds=common.ROUNDS)
-    agent = make_agent(model, tools=True)
-    wall_ms = await common.timed_ms(lambda: stream(agent, common.question(0)))
+    wall_ms = await common.timed_ms(
+        partial(stream, make_agent(model, tools=True), common.question(0))
+    )
     common.check_tools(model.log)
-    return {"wall_s": wall_ms / 1000, "peak_tools_in_flight": common.TOOLS.peak}
+    return wall_ms
 
 
 async def reopen_and_answer(agent: Agent[Any], db: Path, n: int) -> None:
@@ -261,7 +262,7 @@ async def drive(scenario: str, workdir: str) -> dict[str, Any]:
     if scenario in ("s1-memory", "s1-sqlite"):
         return await s1(scenario == "s1-memory", folder)
     if scenario == "s2":
-        return await s2()
+        return await common.tool_rounds(tool_turn)
     if scenario == "s3":
         return await s3(folder)
     return await s4()

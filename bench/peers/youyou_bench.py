@@ -170,14 +170,14 @@ async def s1(memory: bool, workdir: Path) -> dict[str, Any]:
         await storage.close()
 
 
-async def s2() -> dict[str, Any]:
+async def tool_turn() -> float:
     model = CountingModel(tool_rounds=common.ROUNDS)
     agent = await build_agent(model, InMemorySessionStorage(), tools=True)
     session = await agent.new_session()
-    wall_ms = await common.timed_ms(lambda: stream_turn(session, common.question(0)))
+    wall_ms = await common.timed_ms(partial(stream_turn, session, common.question(0)))
     await agent.shutdown()
     common.check_tools(model.log)
-    return {"wall_s": wall_ms / 1000, "peak_tools_in_flight": common.TOOLS.peak}
+    return wall_ms
 
 
 async def resume_and_answer(agent: Agent, session_id: str, n: int) -> None:
@@ -257,7 +257,7 @@ async def drive(scenario: str, workdir: str) -> dict[str, Any]:
     if scenario == "s1-sqlite":
         return await s1(False, folder)
     if scenario == "s2":
-        return await s2()
+        return await common.tool_rounds(tool_turn)
     if scenario == "s3":
         return await s3(folder)
     return await s4()
