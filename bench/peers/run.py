@@ -75,6 +75,13 @@ ROWS = [
         ("turn_ms", "median"),
     ),
     Row("S1 streamed chat turn, SQLite (200 turns)", "ms/turn", "s1-sqlite", ("turn_ms", "median")),
+    Row(
+        "S1 the same, YouYou with synchronous=FULL like the peers",
+        "ms/turn",
+        "s1-sqlite",
+        ("turn_ms", "median"),
+        ("turn_ms_sync_full", "median"),
+    ),
     Row("S2 5 rounds × 4 parallel 50 ms tools (floor 0.250 s)", "s", "s2", ("wall_s",)),
     Row("S2 the same, first run in a fresh process", "s", "s2", ("cold_wall_s",)),
     Row(

@@ -38,6 +38,7 @@ from youyou import (
     ToolOutput,
     __version__,
 )
+from youyou.adapters.storage.engine import SqliteSynchronous
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.ledger import LedgerEvent
@@ -160,14 +161,24 @@ async def chat(storage: SessionStorage) -> dict[str, Any]:
     return {"turn_ms": common.summary(durations)}
 
 
-async def s1(memory: bool, workdir: Path) -> dict[str, Any]:
-    if memory:
-        return await chat(InMemorySessionStorage())
-    storage = await SqlSessionStorage.open(f"sqlite+aiosqlite:///{workdir / 'youyou.db'}")
+async def sqlite_chat(db: Path, synchronous: SqliteSynchronous) -> dict[str, Any]:
+    storage = await SqlSessionStorage.open(
+        f"sqlite+aiosqlite:///{db}", sqlite_synchronous=synchronous
+    )
     try:
         return await chat(storage)
     finally:
         await storage.close()
+
+
+async def s1(memory: bool, workdir: Path) -> dict[str, Any]:
+    """SQLite runs twice: the kernel's default (WAL, synchronous=NORMAL) and synchronous=FULL,
+    what openai-agents' and LangGraph's SQLite stores run with (an fsync per commit)."""
+    if memory:
+        return await chat(InMemorySessionStorage())
+    normal = await sqlite_chat(workdir / "normal.db", "normal")
+    full = await sqlite_chat(workdir / "full.db", "full")
+    return {**normal, "turn_ms_sync_full": full["turn_ms"]}
 
 
 async def tool_turn() -> float:
@@ -240,6 +251,8 @@ async def s4() -> dict[str, Any]:
         full[str(size)] = common.summary(durations)
         durations, model = await history_turns(size, DEFAULT_COMPACTION)
         # Compacted: the summary first, then only the messages since the boundary.
+        deltas = common.RECEIVED.take()
+        common.check(deltas == common.CHUNKS * common.S4_TURNS, f"{size}: {deltas} deltas")
         common.check(model.summaries >= 1, f"{size}: the default policy never compacted")
         common.check(all(model.summary_first), f"{size}: a request lacks the summary")
         sent = zip(model.log.messages, model.log.last_user, strict=True)
