@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.memory.sql_base import SqlMemoryStorage
 from youyou.adapters.providers.factory import build_providers
@@ -45,12 +46,16 @@ class BuiltApp:
     skills: tuple[SkillDefinition, ...] = ()
     skill_errors: tuple[tuple[Path, SkillValidationError], ...] = ()
     providers: tuple[ModelProvider, ...] = ()
+    # MCP tools are offered per send (TurnOptions.extra_tools): servers start on first use.
+    mcp: McpToolbox = field(default_factory=lambda: McpToolbox(()))
 
     async def close(self) -> None:
-        """Shut the agent down (closing sessions extracts memories), then providers, storages."""
+        """Shut the agent down (closing sessions extracts memories), then MCP servers,
+        providers, storages."""
         try:
             await self.agent.shutdown()
         finally:
+            await self.mcp.close()
             for provider in self.providers:
                 close = getattr(provider, "close", None)  # HTTP clients, llama.cpp models
                 if close is not None:
@@ -115,5 +120,11 @@ async def build_agent_from_settings(
         await session_storage.close()
         raise
     return BuiltApp(
-        agent, session_storage, memory_storage, loaded.skills, loaded.errors, tuple(providers)
+        agent,
+        session_storage,
+        memory_storage,
+        loaded.skills,
+        loaded.errors,
+        tuple(providers),
+        McpToolbox(settings.mcp_servers, environ=env),
     )

@@ -19,6 +19,7 @@ from typing import Any, Literal, Self
 
 import platformdirs
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -304,20 +305,95 @@ class ProviderSettings(_SecretsFromEnvironment):
         return tuple(m.to_model_info() for m in self.models)
 
 
-class McpServerSettings(_SecretsFromEnvironment):
-    """An MCP server: a local process (``command`` + ``args``) or a streamable HTTP ``url``."""
+class McpTransport(StrEnum):
+    STDIO = "stdio"
+    HTTP = "http"
 
-    name: str = Field(min_length=1)
+
+class McpServerSettings(_SecretsFromEnvironment):
+    """An MCP server whose tools the model may call (docs/mcp.md).
+
+    ``transport`` defaults from what is given: ``command`` → ``stdio``, ``url`` → ``http``
+    (streamable HTTP). ``env`` maps each variable the server process gets to the name of the
+    variable here that holds its value, so no secret is ever written into the file; the process
+    sees only those plus a minimal safe set (PATH, HOME…). ``users`` limits who gets the tools
+    in the workbench (None: everyone); ``name`` is the old spelling of ``id``.
+    """
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name")
+    )
+    transport: McpTransport
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
+    cwd: Path | None = None
     url: str | None = None
+    timeout_ms: PositiveInt = 30_000
+    startup_timeout_ms: PositiveInt = 30_000
+    enabled_tools: tuple[str, ...] | None = None
+    disabled_tools: tuple[str, ...] = ()
+    users: tuple[str, ...] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_transport(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "transport" not in data:
+            has_command, has_url = data.get("command") is not None, data.get("url") is not None
+            if has_command == has_url:
+                raise ValueError(
+                    "exactly one of command (stdio) or url (streamable HTTP) is required"
+                )
+            return {**data, "transport": "stdio" if has_command else "http"}
+        return data
+
+    @field_validator("id")
+    @classmethod
+    def _unambiguous_prefix(cls, server_id: str) -> str:
+        if "__" in server_id:  # tools are named <id>__<tool>: the first "__" ends the id
+            raise ValueError("must not contain '__'")
+        return server_id
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, names: dict[str, str]) -> dict[str, str]:
+        for variable, source in names.items():
+            check_variable_name(variable, f"{variable}: ")
+            check_variable_name(source, f"{variable}: ")
+        return names
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("exactly one of command (stdio) or url (streamable HTTP) is required")
+        stdio_only = ("command", "args", "env", "cwd")
+        http_only = ("url", "headers", "headers_env")
+        wrong = http_only if self.transport is McpTransport.STDIO else stdio_only
+        needed = "command" if self.transport is McpTransport.STDIO else "url"
+        if getattr(self, needed) is None:
+            raise ValueError(f"transport = {self.transport.value!r} needs {needed}")
+        if given := [key for key in wrong if key in self.model_fields_set]:
+            raise ValueError(f"{', '.join(given)}: not for transport = {self.transport.value!r}")
         return self
+
+    def resolved_env(self, environ: Mapping[str, str], where: str) -> dict[str, str]:
+        """``env`` with each value read from its named variable (which must be set)."""
+        resolved: dict[str, str] = {}
+        for variable, source in self.env.items():
+            value = environ.get(source)
+            if value is None:
+                raise config_error(
+                    f"{where}.env.{variable}: environment variable {source} is not set"
+                )
+            resolved[variable] = value
+        return resolved
+
+    def offers(self, tool_name: str) -> bool:
+        """``enabled_tools`` (None: all) minus ``disabled_tools``; server-side names."""
+        enabled = self.enabled_tools is None or tool_name in self.enabled_tools
+        return enabled and tool_name not in self.disabled_tools
+
+    def allows(self, user: str | None) -> bool:
+        """Whether a workbench user gets the tools; ``None`` is the local user of the CLI."""
+        return user is None or self.users is None or user in self.users
 
 
 class SkillsSettings(_Section):
@@ -344,7 +420,7 @@ class Settings(_Section):
         model_ids = self.model_ids()
         _unique("providers[].id", [p.id for p in self.providers])
         _unique("providers[].models[].id", model_ids)
-        _unique("mcp_servers[].name", [s.name for s in self.mcp_servers])
+        _unique("mcp_servers[].id", [s.id for s in self.mcp_servers])
         if not self.providers:
             raise ValueError("providers: at least one [[providers]] entry is required")
         for key in ("default_model", "compact_model", "memory_model"):

@@ -91,7 +91,9 @@ class Chat:
         async with self.writer.hold(self.session.session_id):
             if await self.writer.moved_on(self.session):
                 await self.reload()
-            outcome = await run_turn(self.session, blocks, view, self.interrupts)
+            outcome = await run_turn(
+                self.session, blocks, view, self.interrupts, self.app.mcp.tools
+            )
         self.provider_failed = (
             outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
         )

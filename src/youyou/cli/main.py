@@ -1,4 +1,5 @@
-"""The ``youyou`` console script: ``chat``, ``sessions list|show|delete``, ``db upgrade``."""
+"""The ``youyou`` console script: ``chat``, ``serve``, ``sessions list|show|delete``,
+``db upgrade``, ``mcp list``."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ app = typer.Typer(
 )
 sessions_app = typer.Typer(help="List, show and delete stored chat sessions.", no_args_is_help=True)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+mcp_app = typer.Typer(help="MCP servers whose tools the model may call.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(db_app, name="db")
+app.add_typer(mcp_app, name="mcp")
 
 ConfigOption = Annotated[
     Path | None,
@@ -234,6 +237,15 @@ def db_upgrade(config: ConfigOption = None) -> None:
         return 0
 
     _finish(run(main()))
+
+
+@mcp_app.command("list")
+def mcp_list(config: ConfigOption = None) -> None:
+    """Start each [[mcp_servers]] entry and show its tools, or why it does not start."""
+    # Imported here: the MCP SDK is loaded only by the commands that talk to servers.
+    from youyou.cli.mcp_command import run_mcp_list
+
+    _finish(run(run_mcp_list(config)))
 
 
 def _redacted(url: str) -> str:

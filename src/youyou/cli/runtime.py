@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from youyou.cli.render import TurnView, agent_error_text
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
+from youyou.ports.tool import ToolHandler
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -169,14 +170,21 @@ class Interrupts:
 
 
 async def run_turn(
-    session: SessionHandle, user_input: UserInput, view: TurnView, interrupts: Interrupts
+    session: SessionHandle,
+    user_input: UserInput,
+    view: TurnView,
+    interrupts: Interrupts,
+    extra_tools: Callable[[], Awaitable[tuple[ToolHandler, ...]]] | None = None,
 ) -> TurnOutcome:
     """Stream one turn into ``view``; Ctrl+C or SIGTERM cancels it (the partial answer is kept).
 
+    ``extra_tools`` (the MCP tools) is asked on every send, for a model with tool use only.
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
     tool_use = ProviderCapability.TOOL_USE in session.model.capabilities
-    turn = await session.send_message(user_input, options=TurnOptions(offer_tools=tool_use))
+    tools = await extra_tools() if tool_use and extra_tools is not None else ()
+    options = TurnOptions(offer_tools=tool_use, extra_tools=tools)
+    turn = await session.send_message(user_input, options=options)
     with interrupts.routed(turn.cancel):
         if interrupts.terminated:  # SIGTERM came before the turn could be cancelled
             turn.cancel()

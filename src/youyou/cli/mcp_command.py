@@ -1,0 +1,50 @@
+"""``youyou mcp list``: start each ``[[mcp_servers]]`` entry and show its tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from youyou.adapters.mcp import McpServerReport, McpToolbox
+from youyou.adapters.settings import load_settings
+from youyou.cli.runtime import EXIT_FAILED, EXIT_OK
+
+NO_SERVERS = "no MCP servers configured: add [[mcp_servers]] to youyou.toml (see docs/mcp.md)"
+
+
+async def run_mcp_list(config: Path | None, console: Console | None = None) -> int:
+    """Exit 1 when a server does not start, so scripts can check a configuration."""
+    out = console or Console(highlight=False)
+    settings = load_settings(config)
+    if not settings.mcp_servers:
+        out.print(NO_SERVERS, markup=False)
+        return EXIT_OK
+    async with McpToolbox(settings.mcp_servers) as toolbox:
+        reports = await toolbox.reports()
+    for report in reports:
+        _print_report(out, report)
+    return EXIT_FAILED if any(r.error is not None for r in reports) else EXIT_OK
+
+
+def _print_report(out: Console, report: McpServerReport) -> None:
+    head = Text.assemble((report.server_id, "bold"), f"  {report.transport.value}  ")
+    head.append(report.target, style="dim")
+    out.print(head)
+    if report.error is not None:
+        out.print(Text.assemble(("  does not start: ", "red"), report.error))
+        return
+    out.print(Text(f"  starts; {len(report.tools)} tools", style="green"))
+    if not report.tools:
+        return
+    table = Table(box=None, padding=(0, 2), show_edge=False)
+    for column in ("model name", "server name", "kind"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for descriptor, remote in zip(report.tools, report.remote_names, strict=True):
+        kind = "mutating" if descriptor.mutating else "read-only"
+        summary = descriptor.description.strip().split("\n", 1)[0]
+        table.add_row(descriptor.name, remote, kind, summary)
+    out.print(table)
