@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
-from sqlalchemy import case, delete, or_, select, update
+from sqlalchemy import bindparam, case, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.engine import transaction
 from youyou.adapters.storage.tables import session_leases
@@ -26,6 +28,35 @@ _lease = session_leases.c
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+@cache
+def _acquire(postgresql_dialect: bool) -> Executable:
+    """Built once per dialect (``excluded`` is costly to build), parameters bound when run."""
+    stmt: postgresql.Insert | sqlite.Insert = (
+        postgresql.insert(session_leases) if postgresql_dialect else sqlite.insert(session_leases)
+    ).values(
+        session_id=bindparam("session_id"),
+        holder=bindparam("holder"),
+        acquired_at=bindparam("now"),
+        expires_at=bindparam("expires_at"),
+        cancel_requested=False,
+    )
+    ours = _lease.holder == stmt.excluded.holder
+    return stmt.on_conflict_do_update(
+        index_elements=[_lease.session_id],
+        set_={
+            "holder": stmt.excluded.holder,
+            # a refresh by the same holder keeps the time it first took the lease
+            "acquired_at": case((ours, _lease.acquired_at), else_=stmt.excluded.acquired_at),
+            "expires_at": stmt.excluded.expires_at,
+            "cancel_requested": False,
+        },
+        where=or_(ours, _lease.expires_at <= bindparam("now")),
+    )
+
+
+_HOLDER = select(_lease.holder).where(_lease.session_id == bindparam("session_id"))
 
 
 class SqlSessionLeases:
@@ -42,33 +73,16 @@ class SqlSessionLeases:
     async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
         """Take the lease if free, expired or already ours: None, else the live holder."""
         now = self._clock()
-        stmt: postgresql.Insert | sqlite.Insert = (
-            postgresql.insert(session_leases) if self._postgresql else sqlite.insert(session_leases)
-        ).values(
-            session_id=session_id,
-            holder=holder,
-            acquired_at=now,
-            expires_at=now + timedelta(seconds=ttl_s),
-            cancel_requested=False,
-        )
-        ours = _lease.holder == stmt.excluded.holder
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[_lease.session_id],
-            set_={
-                "holder": stmt.excluded.holder,
-                # a refresh by the same holder keeps the time it first took the lease
-                "acquired_at": case((ours, _lease.acquired_at), else_=stmt.excluded.acquired_at),
-                "expires_at": stmt.excluded.expires_at,
-                "cancel_requested": False,
-            },
-            where=or_(ours, _lease.expires_at <= now),
-        )
+        values = {
+            "session_id": session_id,
+            "holder": holder,
+            "now": now,
+            "expires_at": now + timedelta(seconds=ttl_s),
+        }
         action = f"acquiring the lease of session {session_id!r}"
         async with transaction(self._engine, action, write=True) as conn:
-            await conn.execute(stmt)
-            current: str | None = await conn.scalar(
-                select(_lease.holder).where(_lease.session_id == session_id)
-            )
+            await conn.execute(_acquire(self._postgresql), values)
+            current: str | None = await conn.scalar(_HOLDER, {"session_id": session_id})
         return None if current == holder else current
 
     async def renew(self, session_id: str, holder: str, ttl_s: float) -> LeaseState:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, Select, and_, delete, select, tuple_, union
+from sqlalchemy import Row, Select, and_, bindparam, delete, select, tuple_, union
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
@@ -108,28 +109,15 @@ class SqlSessionStorage:
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> None:
         action = append_action(session_id, event.seq, summary)
-        row = event_row(session_id, event)
-        async with self._transaction(action, write=True) as conn:
-            result = await conn.execute(self._upsert_session(session_id, event, summary))
-            if result.rowcount != 1:
-                raise seq_conflict(action)
-            await conn.execute(ledger_events.insert().values(row))
-
-    def _upsert_session(
-        self, session_id: str, event: LedgerEvent, summary: SessionSummary
-    ) -> Executable:
-        values = session_row(summary, event.seq)
         slot = head_slot(event)
+        values = {"id": session_id, **session_row(summary, event.seq)}
         if slot is not None:
             values[SLOT_COLUMNS[slot].name] = event.seq
-        stmt: postgresql.Insert | sqlite.Insert = (
-            postgresql.insert(sessions) if self._postgresql else sqlite.insert(sessions)
-        ).values(id=session_id, **values)
-        return stmt.on_conflict_do_update(
-            index_elements=[sessions.c.id],
-            set_={name: stmt.excluded[name] for name in values},
-            where=sessions.c.last_seq < stmt.excluded.last_seq,
-        )
+        async with self._transaction(action, write=True) as conn:
+            result = await conn.execute(_upsert_session(self._postgresql, slot), values)
+            if result.rowcount != 1:
+                raise seq_conflict(action)
+            await conn.execute(ledger_events.insert(), event_row(session_id, event))
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
         query = (
@@ -238,8 +226,35 @@ def event_row(session_id: str, event: LedgerEvent) -> dict[str, Any]:
     }
 
 
+@cache
+def _upsert_session(postgresql_dialect: bool, slot: HeadSlot | None) -> Executable:
+    """Insert or move the session row forward (only to a larger ``last_seq``), with the head
+    pointer of ``slot``. Built once per dialect and slot, parameters bound at execution:
+    building ``excluded`` for every append cost more than the rest of the append."""
+    names = [*_SESSION_ROW_COLUMNS, *([SLOT_COLUMNS[slot].name] if slot else [])]
+    stmt: postgresql.Insert | sqlite.Insert = (
+        postgresql.insert(sessions) if postgresql_dialect else sqlite.insert(sessions)
+    ).values({name: bindparam(name) for name in ["id", *names]})
+    return stmt.on_conflict_do_update(
+        index_elements=[sessions.c.id],
+        set_={name: stmt.excluded[name] for name in names},
+        where=sessions.c.last_seq < stmt.excluded.last_seq,
+    )
+
+
+_SESSION_ROW_COLUMNS = (
+    "title",
+    "title_folded",
+    "created_at",
+    "updated_at",
+    "message_count",
+    "last_seq",
+)
+
+
 def session_row(summary: SessionSummary, last_seq: int) -> dict[str, Any]:
-    """The ``sessions`` columns an append sets, besides ``id`` and the head pointers."""
+    """The ``sessions`` columns an append sets (``_SESSION_ROW_COLUMNS``), besides ``id`` and
+    the head pointers."""
     return {
         "title": summary.title,
         "title_folded": fold(summary.title),
