@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from fakes.openai_server import OpenAIStream, text_reply
+from mcp_kit import DEMO
 from server_kit import Api, Workbench
 from youyou.domain.skill_messages import violation
 from youyou.workbench.assembly import DEFAULT_PROMPT_CONTENT, MANDATORY_CHAT_INSTRUCTIONS
@@ -413,6 +415,39 @@ def test_load_skill_shows_only_the_first_line_but_the_model_gets_the_body(
     reply = wb.model.requests[-1].json["messages"][-1]["content"]
     assert "is not available" in reply and "log-analysis" in reply
     assert "BODY-MARKER" not in reply
+
+
+def test_mcp_tools_are_offered_only_to_the_users_a_server_allows(
+    start_workbench: StartWorkbench,
+) -> None:
+    demo = (
+        '[[mcp_servers]]\nid = "demo"\n'
+        f"command = {json.dumps(sys.executable)}\n"
+        f'args = [{json.dumps(str(DEMO))}, "stdio"]\n'
+        'users = ["alice"]\n'
+    )
+    wb = start_workbench(extra=demo)
+    alice, bob = wb.user("alice"), wb.user("bob")
+    bob.send(bob.new_session()["id"], "hello")
+    assert not [name for name in tool_names(wb) if name.startswith("demo__")]
+
+    wb.model.enqueue(
+        OpenAIStream()
+        .tool_calls(("call_1", "demo__echo", '{"text":"PING-42"}'))
+        .finish("tool_calls")
+        .reply(),
+        text_reply("It answered PING-42."),
+    )
+    frames = alice.send(alice.new_session()["id"], "echo PING-42 through the demo server")
+    assert {"demo__echo", "demo__write_note", "get_current_time"} <= set(tool_names(wb))
+    [end] = [f for f in frames if f.event == "tool_call_end"]
+    assert (end.data["toolName"], end.data["output"], end.data["isError"]) == (
+        "demo__echo",
+        "PING-42",
+        False,
+    )
+    tool_message = wb.model.requests[-1].json["messages"][-1]
+    assert (tool_message["tool_call_id"], tool_message["content"]) == ("call_1", "PING-42")
 
 
 def test_explicit_skill_injects_its_body_for_that_request_only(

@@ -100,7 +100,13 @@ def create_app(settings: Settings) -> FastAPI:
             raise
         server = settings.server
         hub = SessionHub(
-            built.agent, built.session_storage, store, server, settings.compaction.mode, metrics
+            built.agent,
+            built.session_storage,
+            store,
+            server,
+            settings.compaction.mode,
+            metrics,
+            built.mcp,
         )
         authenticator = Authenticator(
             store,

@@ -8,6 +8,7 @@ that selection; ``/name`` of a selected skill injects its body for one turn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -15,6 +16,7 @@ from youyou.adapters.tools.load_skill import LoadSkillTool, render_skill_catalog
 from youyou.application.turn_engine import TurnOptions
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SKILL_FILENAME, parse_skill_md
+from youyou.ports.tool import ToolHandler
 from youyou.workbench.store import PromptRecord, SkillRecord, WorkbenchStore
 
 MANDATORY_CHAT_INSTRUCTIONS = (
@@ -73,18 +75,25 @@ def skill_definition(content: str) -> SkillDefinition:
     return parse_skill_md(SKILL_FILENAME, content.encode()).to_definition()
 
 
-async def turn_options(store: WorkbenchStore, owner_id: str, *, tool_use: bool) -> TurnOptions:
+async def turn_options(
+    store: WorkbenchStore,
+    owner_id: str,
+    *,
+    tool_use: bool,
+    tools: Sequence[ToolHandler] = (),
+) -> TurnOptions:
     """Without tool use the model gets no tools and no catalog (it could not load a skill);
-    ``/name`` of a selected skill still works."""
+    ``/name`` of a selected skill still works. ``tools`` are the user's MCP tools."""
     config = await read_configuration(store, owner_id)
     prompt = next(p for p in config.prompts if p.id == config.system_prompt_id)
     by_id = {s.id: s for s in config.skills}
     skills = tuple(skill_definition(by_id[i].content) for i in config.skill_ids)
     offered = skills if tool_use else ()
+    skill_tool: tuple[ToolHandler, ...] = (LoadSkillTool(offered),) if offered else ()
     return TurnOptions(
         user_prompt=prompt.content,
         skill_catalog=render_skill_catalog(offered),
-        extra_tools=(LoadSkillTool(offered),) if offered else (),
+        extra_tools=(*skill_tool, *tools) if tool_use else (),
         skills=skills,
         offer_tools=tool_use,
     )

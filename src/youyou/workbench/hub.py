@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
 from youyou.adapters.storage import LeaseState, SqlSessionLeases
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -78,8 +79,10 @@ class SessionHub:
         settings: ServerSettings,
         default_mode: MemoryMode,
         metrics: Metrics,
+        mcp: McpToolbox | None = None,
     ) -> None:
         self._agent = agent
+        self._mcp = mcp or McpToolbox(())
         self._storage = storage
         self._leases: SqlSessionLeases = storage.leases()
         self._store = store
@@ -164,9 +167,11 @@ class SessionHub:
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
         language: Language = "zh-CN",
+        username: str | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
-        ``error`` frames of the turn are in ``language``."""
+        ``error`` frames of the turn are in ``language``; ``username`` decides which MCP
+        servers' tools are offered."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
         await self._claim(ledger_id)
@@ -174,10 +179,12 @@ class SessionHub:
             await self._acquire_lease(ledger_id)
             try:
                 handle = await self._handle(ledger_id)
+                tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
                 options = await turn_options(
                     self._store,
                     chat.owner_id,
-                    tool_use=ProviderCapability.TOOL_USE in handle.model.capabilities,
+                    tool_use=tool_use,
+                    tools=await self._mcp.tools(username) if tool_use and self._mcp else (),
                 )
                 turn = await _agent_call(handle.send_message(blocks, options=options))
             except BaseException:

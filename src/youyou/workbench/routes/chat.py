@@ -162,7 +162,7 @@ async def send_message(
     ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
     an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
     chat = await owned(wb, user, session_id)
-    stream = await wb.hub.send(chat, _blocks(body), lang)
+    stream = await wb.hub.send(chat, _blocks(body), lang, user.username)
     return _sse(wb, stream, 0)
 
 
