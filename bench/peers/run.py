@@ -163,6 +163,13 @@ def cell(value: float | None, unit: str) -> str:
     return f"{value:.3f}" if unit == "s" or value < 10 else f"{value:.1f}"
 
 
+def ratio(mine: float | None, theirs: float | None) -> str:
+    if not mine or not theirs:
+        return "–"
+    value = mine / theirs
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
 def table(runs: list[dict[str, Any]], frameworks: list[str]) -> str:
     peers = [f for f in PEERS if f in frameworks]
     head = ["scenario", "unit", *(["YouYou"] if "youyou" in frameworks else [])]
@@ -178,7 +185,7 @@ def table(runs: list[dict[str, Any]], frameworks: list[str]) -> str:
         if "youyou" in frameworks:
             for peer in peers:
                 mine, theirs = values["youyou"], values[peer]
-                cells.append(f"{mine / theirs:.2f}" if mine and theirs else "–")
+                cells.append(ratio(mine, theirs))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
