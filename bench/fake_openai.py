@@ -6,7 +6,9 @@ and ``data: [DONE]``. HTTP/1.1 keep-alive, no scripting, no recording: it exists
 is never what a benchmark measures. (The protocol-faithful, scriptable fake the tests use is
 ``tests/fakes/openai_server.py``.)
 
-Run: ``python bench/fake_openai.py --port P`` (prints ``ready <port>`` when listening).
+Run: ``python bench/fake_openai.py --port P [--answer-s S]`` (prints ``ready <port>`` when
+listening); ``--answer-s`` spreads each answer's text over S seconds, so that streams stay
+open as long as a real model's.
 """
 
 from __future__ import annotations
@@ -36,26 +38,49 @@ def _delta(delta: dict[str, str], finish: str | None = None) -> bytes:
     return _chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
 
-STREAM = b"".join(
-    (
-        _delta({"role": "assistant", "content": ""}),
-        *(_delta({"content": piece}) for piece in PIECES),
-        _delta({}, "stop"),
-        _chunk([], {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}),
-        b"data: [DONE]\n\n",
-    )
+FRAMES = (
+    _delta({"role": "assistant", "content": ""}),
+    *(_delta({"content": piece}) for piece in PIECES),
+    _delta({}, "stop"),
+    _chunk([], {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}),
+    b"data: [DONE]\n\n",
 )
+STREAM = b"".join(FRAMES)
 REPLY = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
     + f"content-length: {len(STREAM)}\r\n\r\n".encode()
     + STREAM
+)
+PACED_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+    b"transfer-encoding: chunked\r\n\r\n"
 )
 NOT_FOUND = (
     b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 )
 
 
-async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _answer(writer: asyncio.StreamWriter, answer_s: float) -> None:
+    """At once, or spread over ``answer_s`` seconds like a model generating its answer (the
+    pauses fall between the text pieces, so the stream stays open that long)."""
+    if answer_s <= 0:
+        writer.write(REPLY)
+        await writer.drain()
+        return
+    writer.write(PACED_HEAD)
+    pause = answer_s / len(PIECES)
+    for index, frame in enumerate(FRAMES):
+        writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+        await writer.drain()
+        if 1 <= index <= len(PIECES):
+            await asyncio.sleep(pause)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+async def _serve(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer_s: float
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -68,16 +93,21 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             if length:
                 await reader.readexactly(length)
             path = request_line.split(" ")[1] if " " in request_line else ""
-            writer.write(REPLY if path.endswith("/chat/completions") else NOT_FOUND)
-            await writer.drain()
+            if path.endswith("/chat/completions"):
+                await _answer(writer, answer_s)
+            else:
+                writer.write(NOT_FOUND)
+                await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
         writer.close()
 
 
-async def main(port: int) -> None:
-    server = await asyncio.start_server(_serve, "127.0.0.1", port, backlog=1024)
+async def main(port: int, answer_s: float) -> None:
+    server = await asyncio.start_server(
+        lambda r, w: _serve(r, w, answer_s), "127.0.0.1", port, backlog=1024
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -90,13 +120,16 @@ async def main(port: int) -> None:
 def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
-    port = parser.parse_args().port
+    parser.add_argument(
+        "--answer-s", type=float, default=0.0, help="stream each answer over S seconds"
+    )
+    args = parser.parse_args()
     try:
         import uvloop  # type: ignore[import-not-found]  # optional and faster
     except ImportError:
-        asyncio.run(main(port))
+        asyncio.run(main(args.port, args.answer_s))
     else:
-        uvloop.run(main(port))
+        uvloop.run(main(args.port, args.answer_s))
 
 
 if __name__ == "__main__":

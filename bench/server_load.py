@@ -17,7 +17,10 @@ server, the load client, the fake model and PostgreSQL. The machine has 2 cores 
 them share, so the CPU columns say who had them.
 
 Run: ``.venv/bin/python bench/server_load.py [--users 50 200] [--turns 20]
-[--backends sqlite postgresql] [--workers 1 2] [--quick]``. ``--workers 2`` runs on
+[--backends sqlite postgresql] [--workers 1 2] [--think S] [--answer-s S] [--quick]``.
+``--answer-s`` makes the fake model stream each answer over S seconds, as a real model does, so
+N users back to back hold N streams open at once; with 0 every turn ends at once and the run
+measures throughput at saturation. ``--workers 2`` runs on
 PostgreSQL only (SQLite has one writer). PostgreSQL uses ``YOUYOU_BENCH_PG_DSN`` (default the
 local ``postgres@127.0.0.1:5432/test``) to create and drop a scratch database per run. The
 client uses uvloop when it is importable, else the default asyncio loop.
@@ -185,9 +188,9 @@ class CpuMeter:
         return self.used
 
 
-def start_fake_model() -> tuple[subprocess.Popen[str], int]:
+def start_fake_model(answer_s: float = 0.0) -> tuple[subprocess.Popen[str], int]:
     model = subprocess.Popen(
-        [sys.executable, str(BENCH / "fake_openai.py")],
+        [sys.executable, str(BENCH / "fake_openai.py"), "--answer-s", str(answer_s)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -462,6 +465,7 @@ class Row:
     register: tuple[float, float]
     login: tuple[float, float]
     think_s: float = 0.0
+    answer_s: float = 0.0
 
     @property
     def turns_per_s(self) -> float:
@@ -491,13 +495,13 @@ async def one_run(
     think_s: float = 0.0,
     profile: Path | None = None,
     logs: Path | None = None,
+    answer_s: float = 0.0,
 ) -> Row:
     pause = f", {think_s:g} s ± 50 % before each" if think_s else " back to back"
-    print(
-        f"\n== {users} users, {backend}, {workers} process(es), {turns} turns each{pause}",
-        flush=True,
-    )
-    model, model_port = start_fake_model()
+    answer = f", answers streamed over {answer_s:g} s" if answer_s else ""
+    run = f"{users} users, {backend}, {workers} process(es), {turns} turns each"
+    print(f"\n== {run}{pause}{answer}", flush=True)
+    model, model_port = start_fake_model(answer_s)
     try:
         async with database(backend) as url:
             with tempfile.TemporaryDirectory(prefix="youyou-load-") as tmp:
@@ -554,6 +558,7 @@ async def one_run(
         register=(percentile(results.register_ms, 0.5), percentile(results.register_ms, 0.99)),
         login=(percentile(results.login_ms, 0.5), percentile(results.login_ms, 0.99)),
         think_s=think_s,
+        answer_s=answer_s,
     )
     print_details(row, results)
     return row
@@ -592,6 +597,7 @@ def print_table(rows: list[Row]) -> None:
     columns = (
         "users",
         "pause s",
+        "answer s",
         "backend",
         "procs",
         "turns/s",
@@ -605,7 +611,7 @@ def print_table(rows: list[Row]) -> None:
         "goal",
     )
     print("| " + " | ".join(columns) + " |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|")
+    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|")
     for row in rows:
         errors = ", ".join(f"{kind} ×{n}" for kind, n in row.errors.most_common()) or "0"
         cpu = " / ".join(
@@ -615,6 +621,7 @@ def print_table(rows: list[Row]) -> None:
         cells = (
             row.users,
             f"{row.think_s:g}",
+            f"{row.answer_s:g}",
             row.backend,
             row.workers,
             f"{row.turns_per_s:.1f}",
@@ -645,7 +652,14 @@ async def amain(args: argparse.Namespace) -> None:
                 profile = args.profile if workers == 1 else None
                 try:
                     row = await one_run(
-                        users, backend, workers, args.turns, args.think, profile, args.logs
+                        users,
+                        backend,
+                        workers,
+                        args.turns,
+                        args.think,
+                        profile,
+                        args.logs,
+                        args.answer_s,
                     )
                 except RuntimeError as exc:  # a server that did not start, no user signed up
                     print(f"  run failed: {str(exc)[:2000]}", flush=True)
@@ -666,6 +680,14 @@ def main() -> None:
         default=0.0,
         metavar="S",
         help="pause S seconds (± 50 %%) before each turn; 0 (default): back to back, saturating",
+    )
+    parser.add_argument(
+        "--answer-s",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="the fake model streams each answer over S seconds (0, default: at once), so "
+        "that the users' streams stay open together as with a real model",
     )
     parser.add_argument("--quick", action="store_true", help="smoke check: 10 users, 3 turns")
     parser.add_argument(
