@@ -76,7 +76,7 @@ ROWS = [
     ),
     Row("S1 streamed chat turn, SQLite (200 turns)", "ms/turn", "s1-sqlite", ("turn_ms", "median")),
     Row(
-        "S1 the same, YouYou with synchronous=FULL like the peers",
+        "S1 the same, YouYou with synchronous=FULL (as openai-agents, LangGraph)",
         "ms/turn",
         "s1-sqlite",
         ("turn_ms", "median"),
