@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Self
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import (
@@ -41,6 +42,7 @@ from youyou.domain.model import ModelInfo, ProviderCapability
 
 CONFIG_ENV = "YOUYOU_CONFIG"
 DATABASE_URL_ENV = "YOUYOU_DATABASE_URL"
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 # Headers that carry credentials whatever their value looks like.
@@ -75,6 +77,18 @@ def check_variable_name(name: str, where: str = "") -> str:
             "put the secret in an environment variable and write that variable's name here"
         )
     return name
+
+
+def check_http_url(url: str) -> str:
+    """``url`` if it is an absolute http(s) URL with a host: without a scheme the SDKs take
+    ``localhost:8080/v1`` for a relative path and every request fails far from here."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            "must be an absolute http:// or https:// URL with a host, e.g. "
+            '"http://127.0.0.1:8080/v1"'
+        )
+    return url
 
 
 def default_database_url() -> str:
@@ -290,6 +304,11 @@ class ProviderSettings(_SecretsFromEnvironment):
     def _variable_name(cls, name: str | None) -> str | None:
         return None if name is None else check_variable_name(name)
 
+    @field_validator("base_url")
+    @classmethod
+    def _absolute_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_http_url(url)
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         for key, owner in _ONLY_FOR.items():
@@ -353,6 +372,11 @@ class McpServerSettings(_SecretsFromEnvironment):
         if "__" in server_id:  # tools are named <id>__<tool>: the first "__" ends the id
             raise ValueError("must not contain '__'")
         return server_id
+
+    @field_validator("url")
+    @classmethod
+    def _absolute_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_http_url(url)
 
     @field_validator("env")
     @classmethod
@@ -463,11 +487,24 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    """Parse the file; every way it can be unusable (missing, a directory, unreadable, binary,
+    endless like ``/dev/zero``) is INVALID_CONFIG naming it."""
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise config_error(f"{path} is larger than 1 MiB: is it really youyou.toml?")
+        return tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError as exc:
         raise config_error(f"configuration file not found: {path}") from exc
+    except IsADirectoryError as exc:
+        raise config_error(f"{path} is a directory, not a configuration file") from exc
+    except OSError as exc:
+        raise config_error(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise config_error(
+            f"{path} is not UTF-8 text (byte {exc.start}): is it really youyou.toml?"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise config_error(f"{path} is not valid TOML: {exc}") from exc
 
