@@ -45,12 +45,14 @@ def write_config(
     context_window: int = 128_000,
     extra: str = "",
     memory: bool = False,
+    memory_keys: str = "",
 ) -> Path:
-    """A ``youyou.toml`` for one fake OpenAI-compatible model."""
+    """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` are more lines
+    of its ``[memory]`` table."""
     config = root / "youyou.toml"
     config.write_text(
         f'[database]\nurl = "{database_url}"\n\n'
-        f"[memory]\nenabled = {'true' if memory else 'false'}\n\n"
+        f"[memory]\nenabled = {'true' if memory else 'false'}\n{memory_keys}\n\n"
         f"{extra}\n\n"
         f'[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{model_base_url}"\n'
         "max_attempts = 1\ntimeout_s = 20\n\n"

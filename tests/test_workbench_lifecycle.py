@@ -93,6 +93,28 @@ def test_sigterm_mid_turn_stores_the_partial_answer_and_exits_0(
     again.close()
 
 
+def test_a_hung_model_does_not_hold_up_shutdown_with_memory_extraction(
+    start_workbench: StartWorkbench,
+) -> None:
+    """Closing the open sessions at shutdown extracts their memories, a model call: bounded
+    by ``[memory] close_timeout_s`` (the provider's own timeout here is 20 s)."""
+    wb = start_workbench(memory=True, memory_keys="close_timeout_s = 1")
+    api = wb.user("ann")
+    sid = api.new_session()["id"]
+    assert api.send(sid, "db-1 runs postgres 15")[-1].event == "turn_complete"
+    wb.model.enqueue(pausing_reply("{", pause_s=120))  # the extraction request hangs
+
+    asked = time.monotonic()
+    process = wb.server.process
+    assert process is not None
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0, wb.server.log()
+    took = time.monotonic() - asked
+    assert took < STOP_BOUND_S, f"stopping took {took:.1f} s"
+    assert "without extracting memories" in wb.server.log()
+    assert len(wb.model.requests) == 2, "one turn and one extraction request"
+
+
 def test_sigkill_mid_turn_keeps_everything_acknowledged(start_workbench: StartWorkbench) -> None:
     """The crash test: nothing the client was told is stored is lost, nothing is corrupted."""
     wb = start_workbench(extra=SHORT_LEASE)

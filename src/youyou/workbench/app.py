@@ -107,6 +107,7 @@ def create_app(settings: Settings) -> FastAPI:
             settings.compaction.mode,
             metrics,
             built.mcp,
+            settings.memory.close_timeout_s,
         )
         authenticator = Authenticator(
             store,

@@ -80,8 +80,10 @@ class SessionHub:
         default_mode: MemoryMode,
         metrics: Metrics,
         mcp: McpToolbox | None = None,
+        close_timeout_s: float = 10.0,
     ) -> None:
         self._agent = agent
+        self._close_timeout_s = close_timeout_s
         self._mcp = mcp or McpToolbox(())
         self._storage = storage
         self._leases: SqlSessionLeases = storage.leases()
@@ -113,12 +115,41 @@ class SessionHub:
             running.turn.cancel()
 
     async def shutdown(self) -> None:
+        """Cancel the turns, then close every open session, extracting long-term memories
+        for at most ``close_timeout_s`` (all sessions together): a stop signal must not wait
+        on a slow or hung model."""
         self.begin_shutdown()
         tasks = [running.task for running in self._turns.values()]
         await asyncio.gather(*tasks, return_exceptions=True)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        deadline = asyncio.get_running_loop().time() + self._close_timeout_s
+        closed = await asyncio.gather(
+            *(self._close_at_shutdown(ledger_id, deadline) for ledger_id in list(self._open)),
+            return_exceptions=True,
+        )
+        for failure in (result for result in closed if isinstance(result, Exception)):
+            logger.warning("closing a session at shutdown failed", exc_info=failure)
+
+    async def _close_at_shutdown(self, ledger_id: str, deadline: float) -> None:
+        entry = self._open.pop(ledger_id)
+        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
+        if holder is not None:  # written elsewhere: its memories are that process's to extract
+            await entry.handle.close(extract_memories=False)
+            return
+        try:
+            closing = asyncio.ensure_future(entry.handle.close())
+            await asyncio.wait({closing}, timeout=deadline - asyncio.get_running_loop().time())
+            if closing.done() and not closing.cancelled():
+                closing.result()
+                return
+            closing.cancel()
+            await asyncio.wait({closing})
+            logger.warning("session %s closed without extracting memories (too slow)", ledger_id)
+            await entry.handle.close(extract_memories=False)
+        finally:
+            await self._leases.release(ledger_id, self.holder)
 
     @property
     def open_sessions(self) -> int:
