@@ -13,7 +13,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,7 +173,7 @@ def summary(durations: list[float]) -> dict[str, float]:
     }
 
 
-Driver = Callable[[str, str], Awaitable[dict[str, Any]]]
+Driver = Callable[[str, str], Coroutine[Any, Any, dict[str, Any]]]
 
 
 def main(framework: str, version: str, driver: Driver) -> None:

@@ -49,7 +49,7 @@ class CountingChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "bench-counting"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> CountingChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> CountingChatModel:
         return self
 
     def _observe(self, messages: list[BaseMessage]) -> list[tuple[str, str]] | None:
