@@ -3,27 +3,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from sqlalchemy.engine import make_url
 
-from youyou.adapters.settings import load_settings
-from youyou.adapters.storage.engine import upgrade_database
-from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.cli.runtime import SKILLS_DIR_ENV, guarded, run, setup_logging
-from youyou.cli.transcript import (
-    print_transcript,
-    recent_or_matching,
-    resolve_one,
-    sessions_table,
-)
+if TYPE_CHECKING:
+    from rich.console import Console
 
+    from youyou.adapters.storage.sql import SqlSessionStorage
+
+    SessionAction = Callable[[SqlSessionStorage, str, Console], Awaitable[None]]
+
+# Everything beyond typer is imported inside the command that needs it: ``youyou --help`` must
+# not load the kernel, SQLAlchemy, Alembic, the providers' SDKs or the server stack
+# (tests/test_cli_imports.py checks it).
+
+SKILLS_DIR_ENV = "YOUYOU_SKILLS_DIR"
 app = typer.Typer(
     help="YouYou: an LLM agent for the terminal and a local-first on-call workbench.",
     no_args_is_help=True,
@@ -53,8 +51,16 @@ def _finish(code: int) -> None:
         raise typer.Exit(code)
 
 
+def _run(main: Coroutine[Any, Any, int]) -> None:
+    from youyou.cli.runtime import run
+
+    _finish(run(main))
+
+
 @app.callback()
 def _main() -> None:
+    from youyou.cli.runtime import setup_logging
+
     setup_logging()
 
 
@@ -104,7 +110,6 @@ def chat(
     """Chat with the agent (interactive), or answer one message with -m."""
     if json and message is None:
         raise typer.BadParameter("--json needs -m/--message", param_hint="--json")
-    # Imported here: building an agent pulls in modules (~0.06 s) the other commands never use.
     from youyou.cli.chat_command import ChatOptions, run_chat
 
     options = ChatOptions(
@@ -116,7 +121,7 @@ def chat(
         skills_dir=skills,
         attach=tuple(attach or ()),
     )
-    _finish(run(run_chat(options)))
+    _run(run_chat(options))
 
 
 @app.command()
@@ -139,7 +144,9 @@ def serve(
     """Run the workbench: HTTP + SSE API for many users (and its web UI)."""
     if log_format not in ("text", "json"):
         raise typer.BadParameter("text or json", param_hint="--log-format")
-    # Imported here: the server stack (FastAPI, uvicorn) is not needed by the other commands.
+    from rich.console import Console
+
+    from youyou.cli.runtime import guarded
     from youyou.workbench.server import ServeOptions
     from youyou.workbench.server import serve as run_server
 
@@ -152,6 +159,9 @@ def serve(
 @asynccontextmanager
 async def _storage(config: Path | None) -> AsyncIterator[SqlSessionStorage]:
     """Only the session store: these commands need no model provider (nor its API key)."""
+    from youyou.adapters.settings import load_settings
+    from youyou.adapters.storage.sql import SqlSessionStorage
+
     storage = await SqlSessionStorage.open(load_settings(config).database.url)
     try:
         yield storage
@@ -173,6 +183,9 @@ def sessions_list(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500)] = 20,
 ) -> None:
     """Most recently updated sessions first."""
+    from rich.console import Console
+
+    from youyou.cli.transcript import recent_or_matching, sessions_table
 
     async def main() -> int:
         async with _storage(config) as storage:
@@ -180,14 +193,14 @@ def sessions_list(
         Console().print(sessions_table(items, full_ids=True) if items else "no sessions")
         return 0
 
-    _finish(run(main()))
-
-
-SessionAction = Callable[[SqlSessionStorage, str, Console], Awaitable[None]]
+    _run(main())
 
 
 def _on_session(session_id: str, config: Path | None, action: SessionAction) -> None:
     """Resolve an id or unique prefix, then act on that session."""
+    from rich.console import Console
+
+    from youyou.cli.transcript import resolve_one
 
     async def main() -> int:
         console = Console()
@@ -195,7 +208,7 @@ def _on_session(session_id: str, config: Path | None, action: SessionAction) -> 
             await action(storage, await resolve_one(storage, session_id, console), console)
         return 0
 
-    _finish(run(main()))
+    _run(main())
 
 
 SessionId = Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")]
@@ -204,6 +217,9 @@ SessionId = Annotated[str, typer.Argument(metavar="ID", help="Session id or uniq
 @sessions_app.command("show")
 def sessions_show(session_id: SessionId, config: ConfigOption = None) -> None:
     """Print a session's whole history, compacted messages included."""
+    from rich.markup import escape
+
+    from youyou.cli.transcript import print_transcript
 
     async def show(storage: SqlSessionStorage, found: str, console: Console) -> None:
         summary = (await storage.load_head(found)).summary
@@ -229,6 +245,10 @@ def sessions_delete(session_id: SessionId, config: ConfigOption = None) -> None:
 @db_app.command("upgrade")
 def db_upgrade(config: ConfigOption = None) -> None:
     """Apply pending schema migrations to the configured database."""
+    from rich.console import Console
+
+    from youyou.adapters.settings import load_settings
+    from youyou.adapters.storage.engine import upgrade_database
 
     async def main() -> int:
         url = load_settings(config).database.url
@@ -236,19 +256,20 @@ def db_upgrade(config: ConfigOption = None) -> None:
         Console().print(f"database is up to date: {_redacted(url)}")
         return 0
 
-    _finish(run(main()))
+    _run(main())
 
 
 @mcp_app.command("list")
 def mcp_list(config: ConfigOption = None) -> None:
     """Start each [[mcp_servers]] entry and show its tools, or why it does not start."""
-    # Imported here: the MCP SDK is loaded only by the commands that talk to servers.
     from youyou.cli.mcp_command import run_mcp_list
 
-    _finish(run(run_mcp_list(config)))
+    _run(run_mcp_list(config))
 
 
 def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
     return make_url(url).render_as_string(hide_password=True)
 
 

@@ -29,7 +29,6 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: cancelled with Ctrl+C
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what shells report for a process SIGTERM ended
-SKILLS_DIR_ENV = "YOUYOU_SKILLS_DIR"
 LOG_FILE = "youyou.log"
 
 err_console = Console(stderr=True, highlight=False)
