@@ -13,7 +13,7 @@ from pathlib import Path
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError, parse_skill_md
-from youyou.domain.skill_messages import violation
+from youyou.domain.skill_messages import MAX_SKILL_BYTES, violation
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ def load_skills_dir(path: str | Path) -> SkillsDirResult:
     first_by_name: dict[str, Path] = {}
     for candidate in _candidates(root, errors):
         try:
-            parsed = parse_skill_md(candidate.name, candidate.read_bytes())
+            parsed = parse_skill_md(candidate.name, _read_at_most(candidate, MAX_SKILL_BYTES))
         except SkillValidationError as exc:
             errors.append((candidate, exc))
             continue
@@ -76,6 +76,14 @@ def _candidates(root: Path, errors: list[tuple[Path, SkillValidationError]]) -> 
             if e.name.casefold() == "skill.md" and (e.is_file() or e.is_symlink())
         )
     return found
+
+
+def _read_at_most(path: Path, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes: enough to tell a file over the limit whatever its size
+    claims, so a SKILL.md linked to ``/dev/zero``, a pipe or a huge file is reported as too
+    large instead of filling the memory."""
+    with path.open("rb") as handle:
+        return handle.read(limit + 1)
 
 
 def _unreadable(exc: OSError) -> SkillValidationError:

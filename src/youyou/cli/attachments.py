@@ -30,16 +30,14 @@ def _invalid(message: str) -> AgentError:
 
 def load_attachment(path_text: str) -> ImageBlock | FileContentBlock:
     path = Path(path_text.strip()).expanduser()
+    guessed, _ = mimetypes.guess_type(path.name)
     try:
-        size = path.stat().st_size
-        if size > MAX_IMAGE_BYTES:
-            raise _invalid(f"{path} is {size:,} bytes; attachments are limited to 20 MB")
-        data = path.read_bytes()
+        data, detected = _read_bounded(path, guessed)
     except OSError as exc:
         raise _invalid(f"cannot read {path}: {exc.strerror or exc}") from exc
-    guessed, _ = mimetypes.guess_type(path.name)
-    detected = detect_image_type(data)
     if detected is not None or (guessed or "").startswith("image/"):
+        if len(data) > MAX_IMAGE_BYTES:
+            raise _invalid(f"{path} is larger than 20 MB; images are limited to 20 MB")
         block = ImageBlock(
             mime_type=detected or guessed or "",
             data_base64=base64.b64encode(data).decode("ascii"),
@@ -47,12 +45,26 @@ def load_attachment(path_text: str) -> ImageBlock | FileContentBlock:
         validate_user_input([block])
         return block
     if len(data) > MAX_TEXT_BYTES:
-        raise _invalid(f"{path} is {len(data):,} bytes; text attachments are limited to 1 MB")
+        raise _invalid(f"{path} is larger than 1 MB; text attachments are limited to 1 MB")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _invalid(f"{path} is neither UTF-8 text nor a PNG, JPEG, GIF or WebP image") from exc
     return FileContentBlock(file_name=path.name, media_type=guessed or "text/plain", text=text)
+
+
+def _read_bounded(path: Path, guessed: str | None) -> tuple[bytes, str | None]:
+    """The file's bytes up to its limit plus one, and the image type they show.
+
+    Never more: ``/dev/zero``, a pipe or a huge file claim any size. Text is read up to 1 MB
+    and one byte; only what looks like an image goes on up to 20 MB and one byte.
+    """
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES + 1)
+        detected = detect_image_type(data)
+        if detected is not None or (guessed or "").startswith("image/"):
+            data += handle.read(MAX_IMAGE_BYTES + 1 - len(data))
+    return data, detected
 
 
 def describe(block: ImageBlock | FileContentBlock) -> str:
