@@ -77,7 +77,7 @@ async def run_chat(options: ChatOptions) -> int:
     settings = load_settings(options.config)
     message = options.message
     if message == "-" or (message is None and not sys.stdin.isatty()):
-        message = sys.stdin.read()
+        message = _read_stdin()
     interrupts = Interrupts()
     with interrupts.installed():
         async with opened_app(settings, options.skills_dir) as app:
@@ -96,6 +96,20 @@ async def run_chat(options: ChatOptions) -> int:
             else:
                 code = await _interactive(chat, resumed=options.resume is not None)
     return EXIT_TERMINATED if interrupts.terminated else code
+
+
+def _read_stdin() -> str:
+    """The piped message, which must be UTF-8 text (the kernel refuses what is not)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AgentError(
+            ErrorCode.INPUT_VALIDATION,
+            f"the message on stdin is not UTF-8 text (byte {exc.start} of {len(data):,}): "
+            "pipe text, or attach a file with -a",
+            source=ErrorSource.TURN_ENGINE,
+        ) from None
 
 
 async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:

@@ -78,6 +78,27 @@ def _validate_image(block: ImageBlock) -> None:
         raise _invalid(f"image declared as {block.mime_type!r} but its bytes are {detected}")
 
 
+def check_text(text: str, what: str) -> None:
+    """INPUT_VALIDATION unless ``text`` can be stored and sent on every backend.
+
+    A NUL character is accepted by SQLite but refused by PostgreSQL and by some model APIs;
+    a lone surrogate (what undecodable bytes become, e.g. binary data piped into the CLI)
+    cannot be encoded at all. Both are refused the same way everywhere, naming where they are.
+    """
+    if (at := text.find("\x00")) >= 0:
+        raise _invalid(
+            f"{what} contains a NUL character (at character {at}): binary data cannot be sent "
+            "as text"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _invalid(
+            f"{what} is not valid Unicode text (a lone surrogate at character {exc.start}): "
+            "was it read from a file or pipe that is not UTF-8?"
+        ) from None
+
+
 def validate_user_input(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> None:
     """Raise INPUT_VALIDATION unless the input can be sent; called before any state changes."""
     if not blocks:
@@ -87,7 +108,17 @@ def validate_user_input(blocks: Sequence[TextBlock | ImageBlock | FileContentBlo
         if isinstance(block, ImageBlock):
             _validate_image(block)
             has_content = True
-        elif block.text.strip():
+            continue
+        if isinstance(block, FileContentBlock):
+            what = f"the attached file {block.file_name!r}" if block.file_name else "the file"
+            check_text(
+                f"{block.file_name or ''}{block.media_type or ''}",
+                f"the name or media type of {what}",
+            )
+            check_text(block.text, what)
+        else:
+            check_text(block.text, "the message")
+        if block.text.strip():
             has_content = True
     if not has_content:
         raise _invalid("input is empty")
