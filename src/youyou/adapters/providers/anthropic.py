@@ -25,9 +25,11 @@ from youyou.adapters.providers.base import (
 from youyou.adapters.providers.errors import (
     IncompleteStream,
     classify_http_error,
+    connection_failure,
+    endpoint_label,
+    located,
     parse_tool_arguments,
     stream_failure,
-    transport_error,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
@@ -211,7 +213,7 @@ class _Translator:
 
 def _classify(exc: Exception) -> ProviderError:
     if isinstance(exc, anthropic.APIConnectionError):
-        return transport_error(f"{type(exc).__name__}: {exc.message}")
+        return connection_failure(exc, f"{type(exc).__name__}: {exc.message}")
     if isinstance(exc, anthropic.APIStatusError):
         message = exc.api_message or exc.message
         # An ``error`` event inside an open stream arrives with the stream's 200 status.
@@ -231,14 +233,17 @@ class AnthropicProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
+        endpoint = endpoint or Endpoint()
+        client = AsyncAnthropic(**endpoint.client_options())
         super().__init__(
             provider_id=provider_id,
             models=models,
-            endpoint=endpoint or Endpoint(),
-            classify=_classify,
+            endpoint=endpoint,
+            # The client's base URL: the SDK default or its environment variable when unset.
+            classify=located(_classify, endpoint_label(provider_id, str(client.base_url))),
         )
         self._max_tokens = max_tokens
-        self._client = AsyncAnthropic(**self._endpoint.client_options())
+        self._client = client
 
     async def close(self) -> None:
         await self._client.close()

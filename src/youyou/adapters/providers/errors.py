@@ -16,6 +16,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.model import (
@@ -55,6 +56,7 @@ _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _RETRYABLE_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "server_error", "timeout_error"}
 )
+_QUOTA = "insufficient_quota"
 
 
 def classify_http_error(
@@ -78,13 +80,49 @@ def classify_http_error(
                     message=message,
                     capability=capability,
                 )
+    prefix = f"HTTP {status}: " if status is not None else ""
+    if _QUOTA in (code, error_type):  # a 429 that waiting does not heal
+        return ProviderError(
+            kind=ProviderErrorKind.PROVIDER,
+            message=f"{prefix}{message} (the account's quota is used up: check its plan and "
+            "billing; retrying will not help)",
+        )
     retryable = status in _RETRYABLE_STATUS or (
         status is None and (error_type in _RETRYABLE_TYPES or error_type is None)
     )
-    prefix = f"HTTP {status}: " if status is not None else ""
     return ProviderError(
         kind=ProviderErrorKind.PROVIDER, message=f"{prefix}{message}", retryable=retryable
     )
+
+
+def connection_failure(exc: Exception, message: str) -> ProviderError:
+    """The SDK's connection error with what lies beneath it ("Connection refused", a DNS
+    failure, a timeout), which its own message ("Connection error.") leaves out."""
+    cause = exc.__cause__
+    detail = f" ({cause})" if cause is not None and str(cause) else ""
+    return transport_error(f"{message}{detail}")
+
+
+def endpoint_label(provider_id: str, base_url: str) -> str:
+    """``provider 'id' at URL``, for errors: which endpoint failed, without credentials
+    (a user:password part or a query string) the URL may carry."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    url = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    return f"provider {provider_id!r} at {url}"
+
+
+def located(classify: Classify, where: str) -> Classify:
+    """``classify`` whose messages start with ``where`` (see ``endpoint_label``)."""
+
+    def classify_here(exc: Exception) -> ProviderError:
+        error = classify(exc)
+        return error.model_copy(update={"message": f"{where}: {error.message}"})
+
+    return classify_here
 
 
 def transport_error(message: str) -> ProviderError:

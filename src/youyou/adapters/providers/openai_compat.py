@@ -28,9 +28,11 @@ from youyou.adapters.providers.base import (
 from youyou.adapters.providers.errors import (
     IncompleteStream,
     classify_http_error,
+    connection_failure,
+    endpoint_label,
+    located,
     parse_tool_arguments,
     stream_failure,
-    transport_error,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.model import (
@@ -198,9 +200,11 @@ def _usage(usage: CompletionUsage) -> Usage:
 
 def _classify(exc: Exception) -> ProviderError:
     if isinstance(exc, openai.APIConnectionError):
-        return transport_error(f"{type(exc).__name__}: {exc.message}")
+        return connection_failure(exc, f"{type(exc).__name__}: {exc.message}")
     if isinstance(exc, openai.APIStatusError):
-        return classify_http_error(exc.status_code, _api_message(exc), code=exc.code)
+        return classify_http_error(
+            exc.status_code, _api_message(exc), code=exc.code, error_type=exc.type
+        )
     if isinstance(exc, openai.APIError):  # an error object inside an open stream
         return classify_http_error(None, exc.message, code=exc.code, error_type=exc.type)
     return stream_failure(exc)
@@ -228,14 +232,17 @@ class OpenAICompatProvider(StreamingProvider):
         endpoint: Endpoint | None = None,
         stream_usage: bool = True,
     ) -> None:
+        endpoint = endpoint or Endpoint()
+        client = AsyncOpenAI(**endpoint.client_options())
         super().__init__(
             provider_id=provider_id,
             models=models,
-            endpoint=endpoint or Endpoint(),
-            classify=_classify,
+            endpoint=endpoint,
+            # The client's base URL: the SDK default or its environment variable when unset.
+            classify=located(_classify, endpoint_label(provider_id, str(client.base_url))),
         )
         self._stream_usage = stream_usage
-        self._client = AsyncOpenAI(**self._endpoint.client_options())
+        self._client = client
 
     async def close(self) -> None:
         await self._client.close()
