@@ -14,8 +14,8 @@ from typing import Any
 
 import asyncpg
 import pytest
-from tests.fakes.chat import close_tracked
 
+from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import Server, Workbench, answer_ok, free_port, write_config
 
