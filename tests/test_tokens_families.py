@@ -13,7 +13,7 @@ import pytest
 
 from youyou.adapters.tokens import (
     ApproximateTokenCounter,
-    BpeTokenCounter,
+    DeferredBpeCounter,
     EncodingChoice,
     counter_for_encoding,
     counter_for_model,
@@ -51,7 +51,7 @@ from youyou.adapters.tokens import (
 def test_family_mapping(model_id: str, encoding: str, exact: bool) -> None:
     assert encoding_for_model(model_id) == EncodingChoice(encoding, exact)
     counter = counter_for_model(model_id)
-    assert isinstance(counter, BpeTokenCounter)
+    assert isinstance(counter, DeferredBpeCounter)
     assert counter.encoding == encoding
 
 
@@ -109,6 +109,6 @@ def test_counts_offline_without_any_cache_dir(tmp_path: Path) -> None:
         timeout=60,
     )
     counts = json.loads(out.stdout)
-    assert counts == {m: ["BpeTokenCounter", 2] for m in counts}
+    assert counts == {m: ["DeferredBpeCounter", 2] for m in counts}
     assert len(counts) == 5
     assert list(tmp_path.iterdir()) == []  # nothing was cached or downloaded

@@ -17,7 +17,11 @@ from youyou.application.model_router import ModelRegistry, complete_text
 from youyou.application.plugin_manager import PluginManager
 from youyou.application.prompt_builder import PromptBuilder
 from youyou.application.session_runtime import SessionRuntime
-from youyou.application.token_estimator import ContextTokenEstimator
+from youyou.application.token_estimator import (
+    ContextTokenEstimator,
+    exactness_floor,
+    warm_up,
+)
 from youyou.domain.config import AgentConfig, validate_agent_config
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ChatRequest, ModelInfo
@@ -115,13 +119,13 @@ class AgentBuilder:
             return await complete_text(models, request)
 
         counter_for = self._token_counter
-        # Loading a BPE encoding takes up to ~0.5 s: pay it at build, off the event loop.
-        await asyncio.to_thread(
-            lambda: [counter_for(info.model_id).count_text("warm up") for info in models.infos()]
-        )
+        # Loading a counter can take ~0.5 s: pay it at build, off the event loop (an exact BPE
+        # tokenizer is deferred until a context comes near a threshold; see token_estimator).
+        await asyncio.to_thread(lambda: warm_up(counter_for(i.model_id) for i in models.infos()))
 
         def estimator_for(model: ModelInfo) -> ContextTokenEstimator:
-            return ContextTokenEstimator(counter_for(model.model_id))
+            floor = exactness_floor(self._config, model.context_window)
+            return ContextTokenEstimator(counter_for(model.model_id), exact_from=floor)
 
         config = self._config
         kernel = Kernel(

@@ -26,6 +26,9 @@ from youyou.domain.turn import RequestContext, TurnAugmentation
 
 
 class TokenEstimator(Protocol):
+    generation: int
+    """Changes when counts returned before are stale (the estimator turned exact)."""
+
     def message_tokens(self, vm: VisibleMessage) -> int: ...
 
     def messages_tokens(self, vms: Sequence[VisibleMessage]) -> int: ...
@@ -43,6 +46,7 @@ class ContextManager:
         self.ledger_messages = 0
         self._result_limit = tool_result_token_limit(context_window)
         self._visible_calls: set[str] = set()
+        self._generation = estimator.generation
 
     def rebuild(self, events: Iterable[LedgerEvent], compaction: CompactionRecord | None) -> None:
         """Replace the state from the ledger through the one shared projection."""
@@ -52,9 +56,7 @@ class ContextManager:
             self._fit(vm) for vm in rebuild_visible_messages(after, compaction)
         ]
         self._visible_calls = visible_call_ids(self.state.visible_messages)
-        self.state.history_estimated_tokens = self.estimator.messages_tokens(
-            self.state.visible_messages
-        )
+        self._recount()
         self.ledger_messages = sum(1 for vm in self.state.visible_messages if vm.source_seq)
         self.turns = TurnCounter()
         for event in after:
@@ -93,7 +95,15 @@ class ContextManager:
 
     @property
     def history_tokens(self) -> int:
+        if self._generation != self.estimator.generation:
+            self._recount()
         return self.state.history_estimated_tokens
+
+    def _recount(self) -> None:
+        self.state.history_estimated_tokens = self.estimator.messages_tokens(
+            self.state.visible_messages
+        )
+        self._generation = self.estimator.generation
 
     def compactable(self, before_seq: int | None) -> list[VisibleMessage]:
         """Ledger messages that may be compacted: all, or only those before the anchor."""

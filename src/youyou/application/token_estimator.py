@@ -5,15 +5,25 @@ turn would make a turn's cost grow with the session. Ledger messages are immutab
 is cached by ``source_seq``; synthetic messages (summary, markers, the admission candidate) and
 the system prompt are cached by the texts they count in small LRU caches. Use one estimator per
 session: ``source_seq`` is only unique within a session's ledger.
+
+An exact tokenizer costs tens of MB and most of a second to load, and exactness only matters
+near a threshold. With a ``DeferredTokenCounter`` and ``exact_from`` the estimator approximates
+while everything it has counted stays under ``exact_from`` tokens even counted as one token
+per UTF-8 byte (a BPE token is at least one byte, and the approximation never gives more), so
+every comparison with a threshold at or above ``exact_from`` comes out as it would exactly.
+Past that it loads the tokenizer and counts everything again; ``generation`` tells holders of
+earlier results to recount.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
+from youyou.domain.config import AgentConfig
 from youyou.domain.content import FileContentBlock, ImageBlock
 from youyou.domain.context import VisibleMessage, VisiblePayload
 from youyou.domain.ledger import AssistantMessage, ToolCall, ToolResult, UserMessage
@@ -31,17 +41,43 @@ SYNTHETIC_CACHE_SIZE = 64
 TEXT_CACHE_SIZE = 8
 
 
+@runtime_checkable
+class DeferredTokenCounter(TokenCounter, Protocol):
+    """A counter whose exact tokenizer is loaded on the first ``count_text``.
+
+    ``estimate_text`` approximates without loading anything; ``loaded`` says exact counts are
+    free already; ``preload`` starts loading off the caller's thread. Neither count ever
+    exceeds the text's UTF-8 length.
+    """
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def estimate_text(self, text: str) -> int: ...
+
+    def preload(self) -> None: ...
+
+
+def warm_up(counters: Iterable[TokenCounter]) -> None:
+    """Load what the counters need before the first turn, except deferred exact tokenizers."""
+    for counter in counters:
+        if not isinstance(counter, DeferredTokenCounter):
+            counter.count_text("warm up")
+
+
+def exactness_floor(config: AgentConfig, context_window: int) -> int:
+    """Half the lowest size trigger in tokens: below it no decision depends on exactness."""
+    compaction = config.compaction
+    lowest = min(config.compact_threshold, compaction.context_percent, compaction.hard_limit)
+    return int(context_window * lowest) // 2
+
+
 @dataclass(frozen=True, slots=True)
 class _Countable:
     """What a message costs: texts to tokenize plus a fixed part (images)."""
 
     texts: tuple[str, ...]
     fixed: int
-
-
-def _count(counter: TokenCounter, countable: _Countable) -> int:
-    texts = sum(counter.count_text(text) for text in countable.texts)
-    return MESSAGE_OVERHEAD_TOKENS + countable.fixed + texts
 
 
 class ContextTokenEstimator:
@@ -51,43 +87,92 @@ class ContextTokenEstimator:
         self,
         counter: TokenCounter,
         *,
+        exact_from: int = 0,
         image_tokens: int = IMAGE_TOKENS,
         synthetic_cache_size: int = SYNTHETIC_CACHE_SIZE,
         text_cache_size: int = TEXT_CACHE_SIZE,
     ) -> None:
         self._counter = counter
+        self._deferred = counter if isinstance(counter, DeferredTokenCounter) else None
+        self._exact = self._deferred is None or exact_from <= 0
+        self._exact_from = exact_from
+        self._bound = 0  # what everything counted so far could be at most, in tokens
+        self.generation = 0
+        """Bumped when counting turns exact: every count returned before is stale."""
         self._image_tokens = image_tokens
+        self._cache_sizes = (synthetic_cache_size, text_cache_size)
+        self._clear_caches()
+
+    def _clear_caches(self) -> None:
+        synthetic_size, text_size = self._cache_sizes
         self._by_seq: dict[int, int] = {}
         # Synthetic messages are keyed by what is counted, not the message: image bytes never
         # enter the key.
-        self._count_synthetic = functools.lru_cache(synthetic_cache_size)(
-            functools.partial(_count, counter)
-        )
-        self._count_text = functools.lru_cache(text_cache_size)(counter.count_text)
+        self._count_synthetic = functools.lru_cache(synthetic_size)(self._count)
+        self._count_text = functools.lru_cache(text_size)(self._text)
+
+    @property
+    def exact(self) -> bool:
+        """Counts come from the counter's exact tokenizer (always, unless it is deferred)."""
+        return self._exact
 
     def message_tokens(self, vm: VisibleMessage) -> int:
         """Tokens of one visible message, including the per-message overhead."""
-        if vm.source_seq is None:
-            return self._count_synthetic(self._countable(vm.message))
-        cached = self._by_seq.get(vm.source_seq)
-        if cached is None:
-            cached = self._by_seq[vm.source_seq] = _count(
-                self._counter, self._countable(vm.message)
-            )
-        return cached
+        return self._settled(lambda: self._message_tokens(vm))
 
     def messages_tokens(self, messages: Sequence[VisibleMessage]) -> int:
         """Tokens of a visible history; only messages not seen before are tokenized."""
-        return sum(self.message_tokens(vm) for vm in messages)
+        return self._settled(lambda: sum(self._message_tokens(vm) for vm in messages))
 
     def text_tokens(self, text: str) -> int:
         """Tokens of a request-level text (system prompt, augmentation, summary draft)."""
-        return self._count_text(text)
+        return self._settled(lambda: self._count_text(text))
 
     def uncached_text_tokens(self, text: str) -> int:
         """Tokens of a text counted once (a large tool result being fitted to the window):
-        it bypasses the caches, so it neither evicts nor keeps anything."""
+        it bypasses the caches, so it neither evicts nor keeps anything. Always exact: what
+        the model is shown depends on it."""
+        self._become_exact()
         return self._counter.count_text(text)
+
+    def _settled(self, count: Callable[[], int]) -> int:
+        """``count()``, again if counting turned exact part-way (no mixed result escapes)."""
+        generation = self.generation
+        tokens = count()
+        return tokens if generation == self.generation else count()
+
+    def _message_tokens(self, vm: VisibleMessage) -> int:
+        if vm.source_seq is None:
+            return self._count_synthetic(self._countable(vm.message))
+        by_seq = self._by_seq  # a count that turns exact part-way is stored in the old cache
+        cached = by_seq.get(vm.source_seq)
+        if cached is None:
+            cached = by_seq[vm.source_seq] = self._count(self._countable(vm.message))
+        return cached
+
+    def _count(self, countable: _Countable) -> int:
+        fixed = MESSAGE_OVERHEAD_TOKENS + countable.fixed
+        if not self._exact:
+            self._bound += fixed
+        return fixed + sum(self._text(text) for text in countable.texts)
+
+    def _text(self, text: str) -> int:
+        deferred = self._deferred
+        if self._exact or deferred is None:
+            return self._counter.count_text(text)
+        self._bound += len(text.encode("utf-8", "surrogatepass"))
+        if self._bound < self._exact_from and not deferred.loaded:
+            if self._bound >= self._exact_from // 2:
+                deferred.preload()  # so that turning exact finds the tokenizer ready
+            return deferred.estimate_text(text)
+        self._become_exact()
+        return self._counter.count_text(text)
+
+    def _become_exact(self) -> None:
+        if not self._exact:
+            self._exact = True
+            self.generation += 1
+            self._clear_caches()
 
     def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):

@@ -233,10 +233,10 @@ class TurnEngine:
         estimator = runtime.context.estimator
         candidate = VisibleMessage(None, UserMessage(content=turn.blocks))
         estimate = RequestEstimate(
-            history=runtime.context.history_tokens,
-            prompt=estimator.text_tokens(prompt.system_prompt),
-            augmentation=sum(estimator.text_tokens(i.rendered_xml) for i in turn.injections),
             candidate=estimator.message_tokens(candidate),
+            augmentation=sum(estimator.text_tokens(i.rendered_xml) for i in turn.injections),
+            prompt=estimator.text_tokens(prompt.system_prompt),
+            history=runtime.context.history_tokens,  # last: recounted if counting turned exact
         )
         cancel = turn.channel.cancel_token
         if should_compact(runtime, estimate):

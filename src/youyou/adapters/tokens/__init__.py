@@ -3,6 +3,7 @@
 from youyou.adapters.tokens.approximate import ApproximateTokenCounter
 from youyou.adapters.tokens.bpe import BpeTokenCounter, BpeUnavailableError
 from youyou.adapters.tokens.families import (
+    DeferredBpeCounter,
     EncodingChoice,
     counter_for_encoding,
     counter_for_model,
@@ -13,6 +14,7 @@ __all__ = [
     "ApproximateTokenCounter",
     "BpeTokenCounter",
     "BpeUnavailableError",
+    "DeferredBpeCounter",
     "EncodingChoice",
     "counter_for_encoding",
     "counter_for_model",

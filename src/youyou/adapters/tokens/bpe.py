@@ -46,6 +46,11 @@ def _load(encoding: str) -> _Tokenizer:
         return tokenizer
 
 
+def is_loaded(encoding: str) -> bool:
+    """The encoding is already in memory (loading it again would be a dictionary lookup)."""
+    return encoding in _LOADED
+
+
 def _replace_lone_surrogates(text: str) -> str:
     """Turn unpaired surrogates (e.g. from undecodable tool output) into U+FFFD, like tiktoken."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

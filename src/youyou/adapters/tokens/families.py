@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from youyou.adapters.tokens.approximate import ApproximateTokenCounter
@@ -13,10 +14,12 @@ from youyou.adapters.tokens.bpe import (
     QWEN,
     BpeTokenCounter,
     BpeUnavailableError,
+    is_loaded,
 )
 from youyou.ports.token_counter import TokenCounter
 
 _log = logging.getLogger(__name__)
+_APPROXIMATE = ApproximateTokenCounter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +78,52 @@ def counter_for_encoding(encoding: str) -> TokenCounter:
         return ApproximateTokenCounter()
 
 
+class DeferredBpeCounter:
+    """The exact BPE counter of an encoding that loads it only on the first exact count.
+
+    Loading o200k_base takes ~0.5–1 s and keeps ~65 MB resident, more than the rest of a chat
+    session. The estimator asks ``estimate_text`` (the approximation, nothing loaded) until a
+    context comes near a compaction threshold, and ``count_text`` from then on (docs/tokens.md,
+    "Exact counts only near a threshold"). ``count_text`` is never more than the text's UTF-8
+    length, as for any byte-level BPE.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._exact: TokenCounter | None = None
+        self._preloading = False
+
+    @property
+    def loaded(self) -> bool:
+        """Exact counts cost nothing more: this counter or another one loaded the encoding."""
+        return self._exact is not None or is_loaded(self.encoding)
+
+    def estimate_text(self, text: str) -> int:
+        return _APPROXIMATE.count_text(text)
+
+    def preload(self) -> None:
+        """Load on a worker thread (once), so the first exact count does not stall the loop."""
+        if not self._preloading and not self.loaded:
+            self._preloading = True
+            loader = threading.Thread(target=self._exact_counter, name="bpe-load", daemon=True)
+            loader.start()
+
+    def count_text(self, text: str) -> int:
+        return self._exact_counter().count_text(text)
+
+    def _exact_counter(self) -> TokenCounter:
+        # The load is serialized (and shared) in bpe._load: a count during a preload waits for it.
+        if self._exact is None:
+            self._exact = counter_for_encoding(self.encoding)
+        return self._exact
+
+    def __repr__(self) -> str:
+        return f"DeferredBpeCounter({self.encoding!r})"
+
+
 def counter_for_model(model_id: str) -> TokenCounter:
     """The token counter the context manager should use for ``model_id``."""
     encoding = encoding_for_model(model_id).encoding
     if encoding is None:
         return ApproximateTokenCounter()
-    return counter_for_encoding(encoding)
+    return DeferredBpeCounter(encoding)
