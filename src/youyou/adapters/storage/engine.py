@@ -17,6 +17,7 @@ from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from alembic.util import CommandError
@@ -26,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from youyou.adapters.storage.errors import storage_error
+from youyou.adapters.storage.tables import VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
 SQLITE_BUSY_TIMEOUT_MS = 5_000
@@ -58,7 +60,11 @@ def create_engine(url: str, *, sqlite_synchronous: SqliteSynchronous = "normal")
         return create_async_engine(parsed, pool_pre_ping=True)
     file = parsed.database
     if file and file != ":memory:" and not file.startswith("file:"):
-        Path(file).parent.mkdir(parents=True, exist_ok=True)
+        directory = Path(file).parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(f"creating the directory {directory}", exc) from exc
     engine = create_async_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
     event.listen(engine.sync_engine, "connect", partial(_sqlite_connect, sqlite_synchronous))
     event.listen(engine.sync_engine, "begin", _sqlite_begin)
@@ -118,7 +124,7 @@ async def transaction(
             async with conn.begin():
                 yield conn
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
-        raise storage_error(action, exc) from exc
+        raise storage_error(action, exc, database=engine.url) from exc
 
 
 async def migrate(
@@ -126,14 +132,22 @@ async def migrate(
     revision: str = "head",
     *,
     script_location: Path = _MIGRATIONS,
+    version_table: str = VERSION_TABLE,
     lock_key: str = "youyou.sessions",
 ) -> None:
     """Bring the schema to ``revision`` in one transaction (serialized across processes).
 
-    Each Alembic chain in the database (own ``script_location``, own version table) passes its
-    own ``lock_key``, so chains do not wait on each other. A database a newer YouYou has
-    migrated past this chain's revisions is a STORAGE_ERROR saying so, and is left unchanged.
+    The revision is read first without any lock, so a database already at ``head`` (every
+    start but the first after an upgrade) is opened without SQLite's write lock: a read-only
+    command is not blocked by another process's long write. Each Alembic chain in the
+    database (own ``script_location`` and ``version_table``) passes its own ``lock_key``, so
+    chains do not wait on each other. A database a newer YouYou has migrated past this
+    chain's revisions is a STORAGE_ERROR saying so, and is left unchanged.
     """
+    if revision == "head":
+        async with transaction(engine, "opening the database") as conn:
+            if await conn.run_sync(_at_head, script_location, version_table):
+                return
 
     def run(connection: Connection) -> None:
         if connection.dialect.name == "postgresql":
@@ -151,6 +165,19 @@ async def migrate(
 
     async with transaction(engine, "database migration", write=True) as conn:
         await conn.run_sync(run)
+
+
+def _at_head(connection: Connection, script_location: Path, version_table: str) -> bool:
+    """Whether the schema is at this chain's heads, read without writing anything (not even
+    Alembic's version table); a revision this version does not know is refused here."""
+    script = ScriptDirectory.from_config(alembic_config(connection, script_location))
+    context = MigrationContext.configure(connection, opts={"version_table": version_table})
+    current = context.get_current_heads()
+    heads = script.get_heads()
+    known = {item.revision for item in script.walk_revisions()}
+    if unknown := [found for found in current if found not in known]:
+        raise newer_schema_error(unknown[0], heads)
+    return set(current) == set(heads)
 
 
 async def upgrade_database(url: str) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from youyou.adapters.storage.engine import create_engine, migrate
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
+from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.users import UserTokenQueries
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -18,7 +19,13 @@ LOCK_KEY = "youyou.workbench"
 
 
 async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None:
-    await migrate(engine, revision, script_location=MIGRATIONS, lock_key=LOCK_KEY)
+    await migrate(
+        engine,
+        revision,
+        script_location=MIGRATIONS,
+        version_table=VERSION_TABLE,
+        lock_key=LOCK_KEY,
+    )
 
 
 class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries):
