@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
 from youyou.adapters.storage import LeaseState, SqlSessionLeases
@@ -37,6 +38,7 @@ from youyou.domain.events import ContextCompacted, ContextUsage, ErrorEvent, Tur
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
+from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 from youyou.workbench.metrics import Metrics
@@ -81,8 +83,10 @@ class SessionHub:
         metrics: Metrics,
         mcp: McpToolbox | None = None,
         close_timeout_s: float = 10.0,
+        knowledge: KnowledgeBase | None = None,
     ) -> None:
         self._agent = agent
+        self._knowledge = knowledge
         self._close_timeout_s = close_timeout_s
         self._mcp = mcp or McpToolbox(())
         self._storage = storage
@@ -126,30 +130,11 @@ class SessionHub:
         await asyncio.gather(*self._background, return_exceptions=True)
         deadline = asyncio.get_running_loop().time() + self._close_timeout_s
         closed = await asyncio.gather(
-            *(self._close_at_shutdown(ledger_id, deadline) for ledger_id in list(self._open)),
+            *(self._close_for_good(ledger_id, deadline) for ledger_id in list(self._open)),
             return_exceptions=True,
         )
         for failure in (result for result in closed if isinstance(result, Exception)):
             logger.warning("closing a session at shutdown failed", exc_info=failure)
-
-    async def _close_at_shutdown(self, ledger_id: str, deadline: float) -> None:
-        entry = self._open.pop(ledger_id)
-        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
-        if holder is not None:  # written elsewhere: its memories are that process's to extract
-            await entry.handle.close(extract_memories=False)
-            return
-        try:
-            closing = asyncio.ensure_future(entry.handle.close())
-            await asyncio.wait({closing}, timeout=deadline - asyncio.get_running_loop().time())
-            if closing.done() and not closing.cancelled():
-                closing.result()
-                return
-            closing.cancel()
-            await asyncio.wait({closing})
-            logger.warning("session %s closed without extracting memories (too slow)", ledger_id)
-            await entry.handle.close(extract_memories=False)
-        finally:
-            await self._leases.release(ledger_id, self.holder)
 
     @property
     def open_sessions(self) -> int:
@@ -202,7 +187,7 @@ class SessionHub:
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
         ``error`` frames of the turn are in ``language``; ``username`` decides which MCP
-        servers' tools are offered."""
+        servers' tools are offered and which knowledge sources ``search_knowledge`` reads."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
         await self._claim(ledger_id)
@@ -215,7 +200,7 @@ class SessionHub:
                     self._store,
                     chat.owner_id,
                     tool_use=tool_use,
-                    tools=await self._mcp.tools(username) if tool_use and self._mcp else (),
+                    tools=await self._tools(chat.owner_id, username) if tool_use else (),
                 )
                 turn = await _agent_call(handle.send_message(blocks, options=options))
             except BaseException:
@@ -231,6 +216,13 @@ class SessionHub:
         self._turns[chat.id] = _Running(ledger_id, stream, turn, task)
         self._metrics.active_streams.inc()
         return stream
+
+    async def _tools(self, owner_id: str, username: str | None) -> tuple[ToolHandler, ...]:
+        """The MCP tools ``username`` may use; ``search_knowledge`` over the shared sources
+        they may read and their own uploads."""
+        knowledge = self._knowledge
+        searching = (knowledge.tool(owner_id, username),) if knowledge is not None else ()
+        return (*await self._mcp.tools(username), *searching)
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -509,7 +501,8 @@ class SessionHub:
                 self._claimed.add(ledger_id)
                 closing = self._closing[ledger_id] = asyncio.Event()
                 try:
-                    await self._close_idle(ledger_id, entry.handle)
+                    deadline = asyncio.get_running_loop().time() + self._close_timeout_s
+                    await self._close_for_good(ledger_id, deadline)
                 except Exception:
                     logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
                 finally:
@@ -517,20 +510,33 @@ class SessionHub:
                     del self._closing[ledger_id]
                     closing.set()
 
-    async def _close_idle(self, ledger_id: str, handle: SessionHandle) -> None:
+    async def _close_for_good(self, ledger_id: str, deadline: float) -> None:
         """Closing extracts memories, which writes, so it takes the lease; a copy another
         process has written to since (or is writing now) is only dropped: its memories are
-        that process's to extract."""
+        that process's to extract. Extraction stops at ``deadline`` (event-loop time)."""
+        entry = self._open.pop(ledger_id, None)
+        if entry is None:
+            return
+        handle = entry.handle
         holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
         if holder is not None:
-            await self._close(ledger_id, extract_memories=False)
+            await handle.close(extract_memories=False)
             return
         try:
-            moved_on = await self._storage.last_seq(ledger_id) != handle.last_seq
-            await self._close(ledger_id, extract_memories=not moved_on)
+            if await self._storage.last_seq(ledger_id) != handle.last_seq:
+                await handle.close(extract_memories=False)
+                return
+            closing = asyncio.ensure_future(handle.close())
+            await asyncio.wait({closing}, timeout=deadline - asyncio.get_running_loop().time())
+            if closing.done():
+                closing.result()  # a plugin's veto or a storage failure
+                return
+            closing.cancel()
+            await asyncio.wait({closing})
+            logger.warning("session %s closed without extracting memories (too slow)", ledger_id)
+            await handle.close(extract_memories=False)
         finally:
             await self._leases.release(ledger_id, self.holder)
-
 
 async def _agent_call(call: Awaitable[T]) -> T:
     """Kernel refusals become API errors with the catalog's code."""
