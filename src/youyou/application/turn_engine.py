@@ -23,6 +23,7 @@ from youyou.application.kernel import Kernel
 from youyou.application.memory_manager import render_memory_section
 from youyou.application.model_stream import ModelResponse, stream_response
 from youyou.application.prompt_builder import PromptInputs, RenderedPrompt
+from youyou.application.recall_tool import with_recall
 from youyou.application.request_builder import RequestBuildOptions
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
@@ -272,6 +273,8 @@ class TurnEngine:
         )
         retried_context = False
         while True:
+            # Per request: a compaction inside this turn makes the compacted history recallable.
+            turn.tools = with_recall(turn.tools, runtime, self._kernel.session_storage)
             request = runtime.requests.build(
                 model=runtime.model,
                 system_prompt=prompt.system_prompt,

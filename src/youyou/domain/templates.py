@@ -12,11 +12,13 @@ DEFAULT_COMPACT_PROMPT = (
     "1200 words."
 )
 
-# First line of the compaction summary shown to the model; fixed, not configurable.
+# First line of the compaction summary shown to the model; fixed, not configurable. Only the
+# body is stored, so a change here reaches stored sessions as well, live and resumed alike.
 COMPACT_SUMMARY_PREFIX = (
     "[Conversation summary] The earlier part of this conversation was compacted. The "
     "following summary replaces those messages; treat it as a compressed record, not as "
-    "new evidence or the user's verbatim words."
+    "new evidence or the user's verbatim words. If recall_history is offered, it returns "
+    "the exact originals."
 )
 
 # Marker placed after every assistant message cut short by a cancel.
