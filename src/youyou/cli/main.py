@@ -1,5 +1,5 @@
 """The ``youyou`` console script: ``chat``, ``serve``, ``sessions list|show|delete``,
-``db upgrade``, ``mcp list``."""
+``db upgrade``, ``mcp list``, ``kb index|search``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ mcp_app = typer.Typer(help="MCP servers whose tools the model may call.", no_arg
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
+kb_app = typer.Typer(help="The runbook knowledge base ([[knowledge]]).", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
 
 ConfigOption = Annotated[
     Path | None,
@@ -265,6 +267,26 @@ def mcp_list(config: ConfigOption = None) -> None:
     from youyou.cli.mcp_command import run_mcp_list
 
     _run(run_mcp_list(config))
+
+
+@kb_app.command("index")
+def kb_index(config: ConfigOption = None) -> None:
+    """Index the [[knowledge]] directories again: only files whose content changed."""
+    from youyou.cli.kb_command import run_kb_index
+
+    _run(run_kb_index(config))
+
+
+@kb_app.command("search")
+def kb_search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Keywords, English or Chinese.")],
+    config: ConfigOption = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=20)] = 5,
+) -> None:
+    """Print the best passages with their citations, as search_knowledge finds them."""
+    from youyou.cli.kb_command import run_kb_search
+
+    _run(run_kb_search(config, query, top_k))
 
 
 def _redacted(url: str) -> str:

@@ -30,7 +30,7 @@ from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, languag
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, ops
+from youyou.workbench.routes import assets, auth, chat, knowledge, ops
 from youyou.workbench.store import WorkbenchStore
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = await build_agent_from_settings(settings)
+        built = await build_agent_from_settings(settings, knowledge=True)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -108,6 +108,7 @@ def create_app(settings: Settings) -> FastAPI:
             metrics,
             built.mcp,
             settings.memory.close_timeout_s,
+            built.knowledge,
         )
         authenticator = Authenticator(
             store,
@@ -132,7 +133,7 @@ def create_app(settings: Settings) -> FastAPI:
         description="HTTP + SSE API of the YouYou on-call workbench.",
         lifespan=lifespan,
     )
-    for router in (auth.router, assets.router, chat.router, ops.router):
+    for router in (auth.router, assets.router, knowledge.router, chat.router, ops.router):
         app.include_router(router)
     describe_real_responses(app)
 
