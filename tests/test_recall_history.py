@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tests.kernel_kit import ALL_CAPS, RecordingTool, build_agent, model, text
+from tests.test_application_compaction import agent_with
 
 from youyou import (
     AgentConfig,
@@ -222,3 +223,27 @@ async def test_recall_reads_memory_without_a_storage_and_the_ledger_with_one() -
         assert (session.events[0].seq == 1) is (store is None)
         await (await session.send_message("the errno?")).join()
         assert HOST_ERROR in last_tool_message(provider.requests[-1])
+
+
+async def test_a_compaction_inside_a_turn_offers_recall_on_its_next_request() -> None:
+    big = "x" * 300
+    agent, provider = await agent_with(
+        [
+            text("a" * 560),
+            ScriptedResponse.tool_calls([("p1", "probe", {})]),
+            text("SUMMARY"),
+            text("done"),
+        ],
+        window=1000,
+        mode=MemoryMode.EVERY_N_TURNS,
+        tools=[probe_tool(big)],
+    )
+    session = await agent.new_session()
+    await (await session.send_message("q")).join()
+    turn = await session.send_message("go")
+    events = await turn.collect()
+    assert (await turn.join()).status is OutcomeStatus.COMPLETED
+    assert "context_compacted" in [e.payload.type for e in events]
+    before, after = provider.requests[1], provider.requests[-1]
+    assert RECALL_TOOL_NAME not in tool_names(before)
+    assert RECALL_TOOL_NAME in tool_names(after)
