@@ -36,12 +36,12 @@ from youyou.domain.ledger import (
     Metadata,
     SessionEventPayload,
     ToolCall,
-    ToolOutput,
     ToolResult,
     ToolResultRecord,
     UserMessage,
 )
 from youyou.domain.session import next_summary
+from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_INTERRUPTED
 
 logger = logging.getLogger(__name__)
@@ -404,11 +404,7 @@ class SessionService:
             runtime.events = [e for e in runtime.events if e.seq > keep_after]
 
 
-_INTERRUPTED_OUTPUT = ToolOutput(
-    content=TOOL_INTERRUPTED,
-    is_error=True,
-    metadata={"synthetic": True, "reason": "interrupted_before_result"},
-)
+_INTERRUPTED_OUTPUT = synthetic_output(SyntheticReason.INTERRUPTED_BEFORE_RESULT, TOOL_INTERRUPTED)
 
 
 def _metadata_value(event: LedgerEvent | None) -> Any:

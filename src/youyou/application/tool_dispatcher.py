@@ -27,6 +27,7 @@ from youyou.domain.ledger import (
     ToolResult,
     ToolResultRecord,
 )
+from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_SKIPPED_CANCELLED
 from youyou.domain.tool import (
     RequestedToolCall,
@@ -38,15 +39,11 @@ from youyou.domain.tool import (
 from youyou.domain.tool_schema import argument_problems, compiled_schema
 from youyou.ports.tool import ToolHandler
 
-CANCELLED_OUTPUT = ToolOutput(
-    content=TOOL_SKIPPED_CANCELLED,
-    is_error=True,
-    metadata={"synthetic": True, "skipped": True, "reason": "cancelled_before_execution"},
+CANCELLED_OUTPUT = synthetic_output(
+    SyntheticReason.CANCELLED_BEFORE_EXECUTION, TOOL_SKIPPED_CANCELLED
 )
-STOPPED_OUTPUT = ToolOutput(
-    content="[tool skipped: a plugin stopped the tool loop]",
-    is_error=True,
-    metadata={"synthetic": True, "skipped": True, "reason": "after_tool_use_abort"},
+STOPPED_OUTPUT = synthetic_output(
+    SyntheticReason.AFTER_TOOL_USE_ABORT, "[tool skipped: a plugin stopped the tool loop]"
 )
 
 
@@ -156,10 +153,9 @@ class ToolDispatcher:
             )
             arguments = outcome.arguments
             if outcome.abort is not None:
-                preset = ToolOutput(
-                    content=f"[tool call blocked by a plugin: {outcome.abort.reason}]",
-                    is_error=True,
-                    metadata={"synthetic": True, "reason": "before_tool_use_abort"},
+                preset = synthetic_output(
+                    SyntheticReason.BEFORE_TOOL_USE_ABORT,
+                    f"[tool call blocked by a plugin: {outcome.abort.reason}]",
                 )
         descriptor = handler.descriptor if handler is not None else None
         if preset is None:

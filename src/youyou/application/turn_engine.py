@@ -52,6 +52,7 @@ from youyou.domain.ledger import (
 )
 from youyou.domain.model import FinishReason, ProviderError, ProviderErrorKind, Usage
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
 from youyou.domain.turn import (
     ResolvedSkillInjection,
@@ -435,10 +436,9 @@ def _provider_error(error: ProviderError) -> AgentError:
 
 
 def _over_limit_output(limit: int) -> ToolOutput:
-    return ToolOutput(
-        content=f"[tool skipped: the limit of {limit} tool calls per turn was reached]",
-        is_error=True,
-        metadata={"synthetic": True, "skipped": True, "reason": "max_tool_calls_per_turn"},
+    return synthetic_output(
+        SyntheticReason.MAX_TOOL_CALLS_PER_TURN,
+        f"[tool skipped: the limit of {limit} tool calls per turn was reached]",
     )
 
 
