@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -23,6 +24,23 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 LEASE_TTL_S = 30.0
 
 
+_HOLDER = re.compile(r"youyou chat, pid (\d+) on (.+)")
+
+
+def _dead_local_holder(holder: str) -> bool:
+    """Whether ``holder`` names a ``youyou chat`` process of this machine that has ended."""
+    match = _HOLDER.fullmatch(holder)
+    if match is None or match[2] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(match[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, but another user's
+        return False
+    return False
+
+
 class SessionWriter:
     def __init__(self, storage: SqlSessionStorage) -> None:
         self._storage = storage
@@ -31,8 +49,16 @@ class SessionWriter:
 
     @asynccontextmanager
     async def hold(self, session_id: str) -> AsyncIterator[None]:
-        """The session's lease for the block, renewed while it runs."""
+        """The session's lease for the block, renewed while it runs.
+
+        A lease left by a ``youyou chat`` of this machine whose process is gone (killed with
+        SIGKILL, or the machine's out-of-memory killer) is taken over at once instead of
+        after its expiry: nobody can be writing under it.
+        """
         other = await self._leases.acquire(session_id, self.holder, LEASE_TTL_S)
+        if other is not None and _dead_local_holder(other):
+            await self._leases.release(session_id, other)
+            other = await self._leases.acquire(session_id, self.holder, LEASE_TTL_S)
         if other is not None:
             raise AgentError(
                 ErrorCode.SESSION_BUSY,

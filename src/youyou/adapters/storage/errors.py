@@ -77,7 +77,8 @@ def _is_retryable(exc: BaseException) -> bool:
 def describe_database(url: URL) -> str:
     """Which database, for messages: the SQLite file, or PostgreSQL's host, port and name."""
     if url.get_backend_name() == "sqlite":
-        return f"SQLite file {url.database}" if url.database else "SQLite in memory"
+        file = (url.database or "").removeprefix("file:")
+        return f"SQLite file {file}" if file else "SQLite in memory"
     return f"PostgreSQL {url.host or 'localhost'}:{url.port or 5432}/{url.database or ''}"
 
 
