@@ -81,6 +81,10 @@ passages = Table(
 )
 
 INSERT_CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
+# Matches a search may rank (``choose_terms``): a quarter of the memory store's. A search wants
+# only a few passages (``top_k`` 5) and rare terms carry the relevance; ranking costs the same
+# per row, and passages are longer than memories.
+POSTINGS_BUDGET = 500
 SCHEMA_LOCK = "youyou.knowledge"
 
 

@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from youyou.adapters.knowledge.index import HIT_COLUMNS, KnowledgeIndex, PassageHit, row_to_hit
+from youyou.adapters.knowledge.index import (
+    HIT_COLUMNS,
+    POSTINGS_BUDGET,
+    KnowledgeIndex,
+    PassageHit,
+    row_to_hit,
+)
 from youyou.adapters.memory.sqlite_fts import fts_phrase
-from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms
+from youyou.adapters.memory.text_index import choose_terms
 
 _DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5("

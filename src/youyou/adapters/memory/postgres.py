@@ -37,39 +37,49 @@ TRIGRAM_MAX_QUERY_CHARS = 24
 TRIGRAM_THRESHOLD = 0.3
 RRF_K = 60
 
-# Statement-level: one aggregated change of memories_terms per write, locked in term order.
-_ADD_TERMS = """
-    INSERT INTO memories_terms AS t (term, docs)
-    SELECT term, sum(n) FROM ({rows}) AS delta GROUP BY term HAVING sum(n) <> 0 ORDER BY term
-    ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs;"""
 _TERMS_OF = (
     "SELECT term, {n} AS n FROM {rows}, unnest(tsvector_to_array({rows}.search_vector)) term"
 )
 _NEW_TERMS = _TERMS_OF.format(n=1, rows="new_rows")
 _OLD_TERMS = _TERMS_OF.format(n=-1, rows="old_rows")
-_TERMS_SYNC = f"""
-CREATE OR REPLACE FUNCTION memories_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+
+
+def term_statistics_ddl(table: str) -> tuple[str, ...]:
+    """``<table>_terms`` (term, docs) kept by statement triggers on ``table``'s
+    ``search_vector``: one aggregated change per write, locked in term order."""
+    terms, sync = f"{table}_terms", f"{table}_terms_sync()"
+    add = (
+        f"INSERT INTO {terms} AS t (term, docs) SELECT term, sum(n) FROM ({{rows}}) AS delta "
+        "GROUP BY term HAVING sum(n) <> 0 ORDER BY term "
+        "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs;"
+    )
+    function = f"""
+CREATE OR REPLACE FUNCTION {sync} RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN {_ADD_TERMS.format(rows=_NEW_TERMS)}
-  ELSIF TG_OP = 'DELETE' THEN {_ADD_TERMS.format(rows=_OLD_TERMS)}
-  ELSE {_ADD_TERMS.format(rows=f"{_NEW_TERMS} UNION ALL {_OLD_TERMS}")}
+  IF TG_OP = 'INSERT' THEN {add.format(rows=_NEW_TERMS)}
+  ELSIF TG_OP = 'DELETE' THEN {add.format(rows=_OLD_TERMS)}
+  ELSE {add.format(rows=f"{_NEW_TERMS} UNION ALL {_OLD_TERMS}")}
   END IF;
   RETURN NULL;
 END $$"""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {terms} (term text PRIMARY KEY, docs bigint NOT NULL)",
+        function,
+        f"CREATE OR REPLACE TRIGGER {terms}_ins AFTER INSERT ON {table} "
+        f"REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {sync}",
+        f"CREATE OR REPLACE TRIGGER {terms}_upd AFTER UPDATE ON {table} "
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {sync}",
+        f"CREATE OR REPLACE TRIGGER {terms}_del AFTER DELETE ON {table} "
+        f"REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {sync}",
+    )
+
 
 _SEARCH_DDL = (
     "ALTER TABLE memories ADD COLUMN IF NOT EXISTS search_vector tsvector "
     "GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED",
     "CREATE INDEX IF NOT EXISTS memories_search_vector_idx ON memories USING gin (search_vector)",
-    "CREATE TABLE IF NOT EXISTS memories_terms (term text PRIMARY KEY, docs bigint NOT NULL)",
-    _TERMS_SYNC,
-    "CREATE OR REPLACE TRIGGER memories_terms_ins AFTER INSERT ON memories "
-    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
-    "CREATE OR REPLACE TRIGGER memories_terms_upd AFTER UPDATE ON memories "
-    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-    "FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
-    "CREATE OR REPLACE TRIGGER memories_terms_del AFTER DELETE ON memories "
-    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION memories_terms_sync()",
+    *term_statistics_ddl("memories"),
 )
 _TRIGRAM_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_content_trgm_idx ON memories "
