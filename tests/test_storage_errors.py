@@ -6,6 +6,7 @@ another process's long write."""
 from __future__ import annotations
 
 import logging
+import shutil
 import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -119,7 +120,8 @@ def test_the_cli_shows_a_refused_connection_as_one_line(tmp_path: Path) -> None:
     result = cli.run("sessions", "list")
     err = plain(result.stderr)
     assert result.returncode == 1
-    assert " ".join(err.split()) == (
+    assert err.count("\n") == 1  # one line even in a log: no hard wrapping
+    assert err.strip() == (
         f"✗ STORAGE_ERROR: opening the database failed (PostgreSQL 127.0.0.1:{port}/youyou): "
         "Connection refused; is the database server running and reachable, and is [database] "
         "url right?"
@@ -161,3 +163,23 @@ async def test_a_database_at_head_is_opened_without_the_write_lock(sqlite_url: s
         writer.execute("ROLLBACK")
         writer.close()
     assert list(page.items) == []
+
+
+def test_a_failed_write_logged_to_stderr_shows_no_sql_or_user_text(tmp_path: Path) -> None:
+    """Without a usable data directory log lines go to stderr: still without the SQL and the
+    user's text that the database error carries."""
+    cli = Cli(tmp_path)
+    cli.write_config([{"text": "restart the pods"}])
+    assert cli.run("sessions", "list").returncode == 0  # creates the database
+    with sqlite3.connect(tmp_path / "youyou.db") as conn:
+        conn.execute(_SQLITE_TRIGGER)
+    shutil.rmtree(tmp_path / "xdg-data")
+    (tmp_path / "xdg-data").write_text("a file where the data directory should be")
+
+    result = cli.run("chat", "-m", SECRET_LINE)
+
+    assert result.returncode == 1
+    assert "cannot open the log file" in result.stderr
+    assert "STORAGE_ERROR" in result.stderr and "the storage refused the row" in result.stderr
+    for leak in (SECRET_LINE, "INSERT", "[SQL", "sqlalche.me", "Traceback"):
+        assert leak not in result.stderr

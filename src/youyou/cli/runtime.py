@@ -31,7 +31,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT: cancelled with Ctrl+C
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what shells report for a process SIGTERM ended
 LOG_FILE = "youyou.log"
 
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: an error stays one line in a log or CI output; a terminal wraps it by itself.
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def data_dir() -> Path:
@@ -60,10 +61,12 @@ class _LogFile(logging.FileHandler):
 
 
 class _BriefFormatter(logging.Formatter):
-    """On stderr, a logged exception is its one-line summary, not a traceback."""
+    """On stderr, a logged exception is the first line of its summary, not a traceback (nor
+    a database error's SQL and bound parameters, which hold the user's text)."""
 
     def formatException(self, ei: Any) -> str:
-        return "".join(traceback.format_exception_only(ei[1])).strip()
+        lines = "".join(traceback.format_exception_only(ei[1])).strip().splitlines()
+        return lines[0] if lines else ""
 
 
 def setup_logging() -> None:
