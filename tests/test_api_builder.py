@@ -65,9 +65,8 @@ async def test_config_errors() -> None:
     assert await build_code(base(AgentConfig(default_model="nope"))) is (
         ErrorCode.INVALID_DEFAULT_MODEL
     )
-    assert await build_code(base(AgentConfig(default_model="m1", tool_timeout_ms=0))) is (
-        ErrorCode.INVALID_CONFIG
-    )
+    bypassed = AgentConfig(default_model="m1").model_copy(update={"tool_timeout_ms": 0})
+    assert await build_code(base(bypassed)) is ErrorCode.INVALID_CONFIG
 
 
 async def test_skill_contract_and_dependencies() -> None:

@@ -8,13 +8,9 @@ from typing import Any
 import pytest
 
 from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
-from youyou.adapters.settings import parse_settings
+from youyou.adapters.settings import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.bootstrap import (
-    SERVER_MAX_ACTIVE_SESSIONS,
-    agent_config_from,
-    build_agent_from_settings,
-)
+from youyou.bootstrap import agent_config_from, build_agent_from_settings
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import AssistantMessage
@@ -67,7 +63,7 @@ async def test_many_sessions_may_be_active_unless_the_file_says_otherwise(
     sqlite_url: str,
 ) -> None:
     assert (
-        agent_config_from(_settings(sqlite_url)).max_active_sessions == SERVER_MAX_ACTIVE_SESSIONS
+        agent_config_from(_settings(sqlite_url)).max_active_sessions == PRODUCT_MAX_ACTIVE_SESSIONS
     )
     assert agent_config_from(_settings(sqlite_url), 3).max_active_sessions == 3
     limited = _settings(sqlite_url, agent={"max_active_sessions": 1})

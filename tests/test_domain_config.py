@@ -18,6 +18,11 @@ def has(model_id: str) -> bool:
     return model_id in MODELS
 
 
+def _policy(**changes: object) -> CompactionPolicy:
+    """A policy with values its own validation would refuse, as ``model_copy`` allows."""
+    return CompactionPolicy().model_copy(update=changes)
+
+
 def test_defaults_are_the_documented_ones() -> None:
     config = AgentConfig(default_model="a")
     assert (config.tool_timeout_ms, config.compact_threshold, config.max_tool_calls_per_turn) == (
@@ -48,8 +53,8 @@ def test_defaults_are_the_documented_ones() -> None:
         ({"compact_threshold": 1.0}, ErrorCode.INVALID_CONFIG),
         ({"compact_model": "zzz"}, ErrorCode.INVALID_CONFIG),
         ({"memory_model": "zzz"}, ErrorCode.INVALID_CONFIG),
-        ({"compaction": CompactionPolicy(hard_limit=1.5)}, ErrorCode.INVALID_CONFIG),
-        ({"compaction": CompactionPolicy(every_n_turns=0)}, ErrorCode.INVALID_CONFIG),
+        ({"compaction": _policy(hard_limit=1.5)}, ErrorCode.INVALID_CONFIG),
+        ({"compaction": _policy(every_n_turns=0)}, ErrorCode.INVALID_CONFIG),
     ],
 )
 def test_invalid_configuration_is_rejected(changes: dict[str, object], code: ErrorCode) -> None:

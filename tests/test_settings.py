@@ -204,7 +204,7 @@ def test_optional_sections(tmp_path: Path) -> None:
         ('[server]\nhots = "x"\n', "server.hots: Extra inputs are not permitted"),
         ("[agent]\ntool_timeout_ms = 0\n", "agent.tool_timeout_ms: Input should be greater than 0"),
         ("[agent]\ncompact_threshold = 1.5\n", "agent.compact_threshold"),
-        ('[agent]\nmemory_namespace = "  "\n', "agent.memory_namespace"),
+        ('[agent]\nmemory_namespace = "  "\n', "agent.memory_namespace: must not be blank"),
         (
             '[agent]\ndefault_model = "nope"\n',
             "agent.default_model: 'nope' is not a model of any [[providers]] entry",
@@ -214,9 +214,16 @@ def test_optional_sections(tmp_path: Path) -> None:
         ('[[mcp_servers]]\nname = "x"\n', "mcp_servers[0]: exactly one of command"),
         (
             '[[providers]]\nid = "a"\ntype = "openai"\n',
-            "providers[0]: models: at least one [[providers.models]] entry is required",
+            "providers[0].models: at least one [[providers.models]] entry is required",
         ),
-        ('[[providers]]\nid = "a"\ntype = "gemini"\n', "providers[0].type"),
+        (
+            '[[providers]]\nid = "a"\ntype = "gemini"\n',
+            "providers[0].type: must be one of 'openai', 'anthropic', 'local', 'scripted'",
+        ),
+        (
+            '[[providers]]\nid = "a"\n',
+            "providers[0].type: must be one of 'openai', 'anthropic', 'local', 'scripted'",
+        ),
         (
             '[[providers]]\nid = "a"\ntype = "openai"\napi_key = "sk-1"\n'
             '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
@@ -225,7 +232,21 @@ def test_optional_sections(tmp_path: Path) -> None:
         (
             '[[providers]]\nid = "a"\ntype = "openai"\nscript_path = "s.json"\n'
             '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
-            "script_path applies only to type = 'scripted'",
+            "providers[0].script_path: applies only to type = 'scripted'",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "anthropic"\nstream_usage = false\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
+            "providers[0].stream_usage: applies only to type = 'openai'",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "local"\ntimeout_s = 5\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 10\n',
+            "providers[0].timeout_s: applies only to type = 'openai' or 'anthropic'",
+        ),
+        (
+            '[[providers]]\nid = "a"\ntype = "scripted"\nstream = true\n',
+            "providers[0].stream: Extra inputs are not permitted",
         ),
         (
             '[[providers]]\nid = "a"\ntype = "openai"\n'

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.memory.sql_base import SqlMemoryStorage
@@ -28,10 +29,7 @@ from youyou.domain.config import AgentConfig
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError
 from youyou.ports.model_provider import ModelProvider
-
-# A server holds one active session per open conversation; the kernel default of 1 is for
-# embedders. An explicit ``[agent].max_active_sessions`` still wins.
-SERVER_MAX_ACTIVE_SESSIONS = 10_000
+from youyou.ports.tool import ToolHandler
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +46,14 @@ class BuiltApp:
     providers: tuple[ModelProvider, ...] = ()
     # MCP tools are offered per send (TurnOptions.extra_tools): servers start on first use.
     mcp: McpToolbox = field(default_factory=lambda: McpToolbox(()))
+    # Passages of [[knowledge]] sources and workbench uploads, on the session store's engine.
+    knowledge: KnowledgeBase | None = None
+
+    async def tools(self) -> tuple[ToolHandler, ...]:
+        """What ``youyou chat`` offers per send: the MCP tools, and ``search_knowledge`` over
+        every configured knowledge source when there is one."""
+        knowledge = (self.knowledge.tool(),) if self.knowledge and self.knowledge.sources else ()
+        return (*await self.mcp.tools(), *knowledge)
 
     async def close(self) -> None:
         """Shut the agent down (closing sessions extracts memories), then MCP servers,
@@ -73,11 +79,9 @@ class BuiltApp:
 def agent_config_from(settings: Settings, max_active_sessions: int | None = None) -> AgentConfig:
     """``[agent]`` and ``[compaction]`` as the kernel's ``AgentConfig``."""
     config = settings.agent_config()
-    if max_active_sessions is None and "max_active_sessions" in settings.agent.model_fields_set:
+    if max_active_sessions is None:
         return config
-    return config.model_copy(
-        update={"max_active_sessions": max_active_sessions or SERVER_MAX_ACTIVE_SESSIONS}
-    )
+    return config.model_copy(update={"max_active_sessions": max_active_sessions})
 
 
 async def build_agent_from_settings(
@@ -86,8 +90,12 @@ async def build_agent_from_settings(
     skills_dir: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     max_active_sessions: int | None = None,
+    knowledge: bool = False,
 ) -> BuiltApp:
     """Open the storages on ``settings.database.url`` (migrated) and build the agent.
+
+    The knowledge base is opened when ``[[knowledge]]`` sources are configured, or always
+    with ``knowledge=True`` (the workbench, whose users upload documents).
 
     Invalid skill files do not stop the build: they are returned in ``skill_errors``.
     Anything opened here is closed again if a later step fails.
@@ -101,7 +109,10 @@ async def build_agent_from_settings(
         url, sqlite_synchronous=settings.database.sqlite_synchronous
     )
     memory_storage: SqlMemoryStorage | None = None
+    knowledge_base: KnowledgeBase | None = None
     try:
+        if knowledge or settings.knowledge:
+            knowledge_base = await KnowledgeBase.open(session_storage.engine, settings.knowledge)
         if settings.memory.enabled:
             memory_storage = await open_memory_storage(url)
         builder = AgentBuilder(agent_config_from(settings, max_active_sessions))
@@ -127,4 +138,5 @@ async def build_agent_from_settings(
         loaded.errors,
         tuple(providers),
         McpToolbox(settings.mcp_servers, environ=env),
+        knowledge_base,
     )

@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -29,14 +29,19 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from youyou.adapters.providers.scripted import DEMO_MODEL
 from youyou.domain.config import (
     AgentConfig,
+    AgentConfigBase,
     CompactionPolicy,
+    CompactionPolicyBase,
+    Count,
     MemoryMode,
     SummaryFailurePolicy,
     config_error,
+    describe_problem,
 )
 from youyou.domain.model import ModelInfo, ProviderCapability
 
@@ -129,22 +134,18 @@ class DatabaseSettings(_Section):
     """``normal``: a commit survives a killed process, not a power cut; ``full``: both."""
 
 
-class AgentSettings(_Section):
-    """``AgentConfig`` with its defaults; ``default_model`` defaults to the first model."""
+# The CLI and the server keep one active session per open conversation; the kernel's own
+# default of 1 is for embedders.
+PRODUCT_MAX_ACTIVE_SESSIONS = 10_000
+
+
+class AgentSettings(AgentConfigBase):
+    """``[agent]``: the kernel's ``AgentConfig`` fields with their bounds and defaults, except
+    that ``default_model`` defaults to the first model and ``max_active_sessions`` to
+    ``PRODUCT_MAX_ACTIVE_SESSIONS``."""
 
     default_model: str | None = None
-    system_instructions: tuple[str, ...] = ()
-    personality: str | None = None
-    memory_namespace: str = Field("default", pattern=r"\S")
-    tool_timeout_ms: PositiveInt = 120_000
-    compact_threshold: float = Field(0.8, gt=0.0, lt=1.0)
-    compact_model: str | None = None
-    compact_prompt: str | None = None
-    max_tool_calls_per_turn: PositiveInt = 50
-    memory_model: str | None = None
-    memory_checkpoint_interval: PositiveInt = 10
-    memory_max_items: PositiveInt = 20
-    max_active_sessions: PositiveInt = 1
+    max_active_sessions: Count = PRODUCT_MAX_ACTIVE_SESSIONS
 
 
 class MemorySettings(_Section):
@@ -167,18 +168,15 @@ def memory_mode_name(mode: MemoryMode) -> str:
     return next(name for name, value in MEMORY_MODE_NAMES.items() if value is mode)
 
 
-class CompactionSettings(_Section):
-    """The default trigger of new sessions and the thresholds of all triggers.
+class CompactionSettings(CompactionPolicyBase):
+    """The default trigger of new sessions and the thresholds of all triggers: the kernel's
+    ``CompactionPolicy`` fields with their bounds and defaults.
 
     ``mode`` takes the workbench names (``every_30_turns``, ``context_70_percent``,
     ``manual``) or the kernel's (``every_n_turns``, ``context_percent``). The workbench never
     drops facts silently, so a failed summary keeps the boundary (``on_summary_failure``).
     """
 
-    mode: MemoryMode = MemoryMode.EVERY_N_TURNS
-    every_n_turns: PositiveInt = 30
-    context_percent: float = Field(0.70, gt=0.0, lt=1.0)
-    hard_limit: float = Field(0.95, gt=0.0, le=1.0)
     on_summary_failure: SummaryFailurePolicy = SummaryFailurePolicy.FAIL
 
     @model_validator(mode="before")
@@ -187,12 +185,6 @@ class CompactionSettings(_Section):
         if isinstance(data, Mapping) and data.get("mode") in MEMORY_MODE_NAMES:
             return {**data, "mode": MEMORY_MODE_NAMES[data["mode"]]}
         return data
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Self:
-        if self.context_percent >= self.hard_limit:
-            raise ValueError("compaction.context_percent must be below compaction.hard_limit")
-        return self
 
     def policy(self) -> CompactionPolicy:
         return CompactionPolicy(**self.model_dump())
@@ -222,15 +214,6 @@ class ModelSettings(_Section):
             context_window=self.context_window,
             capabilities=self.capabilities,
         )
-
-
-_ONLY_FOR: dict[str, ProviderType] = {
-    "script_path": ProviderType.SCRIPTED,
-    "model_path": ProviderType.LOCAL,
-    "n_ctx": ProviderType.LOCAL,
-    "stream_usage": ProviderType.OPENAI,
-    "max_tokens": ProviderType.ANTHROPIC,
-}
 
 
 class _SecretsFromEnvironment(_Section):
@@ -274,20 +257,11 @@ class _SecretsFromEnvironment(_Section):
         return resolved
 
 
-class ProviderSettings(_SecretsFromEnvironment):
+class _Provider(_Section):
+    """What every ``[[providers]]`` entry has; its ``type`` decides which other keys exist."""
+
     id: str = Field(min_length=1)
-    type: ProviderType
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(60.0, gt=0)
-    max_attempts: PositiveInt = 3
-    retry_base_delay_s: float = Field(0.5, ge=0)
-    stream_usage: bool = True
-    max_tokens: PositiveInt = 4096
-    script_path: str | None = None
-    model_path: str | None = None
-    n_ctx: PositiveInt = 4096
-    models: tuple[ModelSettings, ...] = ()
+    models: tuple[ModelSettings, ...] = Field(min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -299,29 +273,82 @@ class ProviderSettings(_SecretsFromEnvironment):
             )
         return data
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _variable_name(cls, name: str | None) -> str | None:
-        return None if name is None else check_variable_name(name)
+    @property
+    def offline_demo(self) -> bool:
+        """The built-in demo answers: a scripted provider without a script of its own."""
+        return False
+
+    def model_infos(self) -> tuple[ModelInfo, ...]:
+        return tuple(m.to_model_info() for m in self.models)
+
+
+class _HttpProvider(_Provider, _SecretsFromEnvironment):
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: PositiveInt = 3
+    retry_base_delay_s: float = Field(0.5, ge=0)
 
     @field_validator("base_url")
     @classmethod
     def _absolute_url(cls, url: str | None) -> str | None:
         return None if url is None else check_http_url(url)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        for key, owner in _ONLY_FOR.items():
-            if key in self.model_fields_set and self.type is not owner:
-                raise ValueError(f"{key} applies only to type = {owner.value!r}")
-        if not self.models and self.type is not ProviderType.SCRIPTED:
-            raise ValueError("models: at least one [[providers.models]] entry is required")
-        return self
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, name: str | None) -> str | None:
+        return None if name is None else check_variable_name(name)
+
+
+class OpenAIProviderSettings(_HttpProvider):
+    """Any OpenAI-compatible endpoint."""
+
+    type: Literal[ProviderType.OPENAI]
+    stream_usage: bool = True
+
+
+class AnthropicProviderSettings(_HttpProvider):
+    type: Literal[ProviderType.ANTHROPIC]
+    max_tokens: PositiveInt = 4096
+
+
+class LocalProviderSettings(_Provider):
+    """A GGUF model run by llama.cpp in a worker process."""
+
+    type: Literal[ProviderType.LOCAL]
+    model_path: str | None = None
+    n_ctx: PositiveInt = 4096
+
+
+class ScriptedProviderSettings(_Provider):
+    """Answers replayed from ``script_path``, or the offline demo without one."""
+
+    type: Literal[ProviderType.SCRIPTED]
+    script_path: str | None = None
+    models: tuple[ModelSettings, ...] = ()
+
+    @property
+    def offline_demo(self) -> bool:
+        return self.script_path is None
 
     def model_infos(self) -> tuple[ModelInfo, ...]:
-        if not self.models and self.type is ProviderType.SCRIPTED:
-            return (DEMO_MODEL,)
-        return tuple(m.to_model_info() for m in self.models)
+        return super().model_infos() or (DEMO_MODEL,)
+
+
+ProviderSettings = Annotated[
+    OpenAIProviderSettings
+    | AnthropicProviderSettings
+    | LocalProviderSettings
+    | ScriptedProviderSettings,
+    Field(discriminator="type"),
+]
+"""One ``[[providers]]`` entry: a key that its ``type`` does not have is an error."""
+_PROVIDER_TYPES: dict[ProviderType, type[_Provider]] = {
+    ProviderType.OPENAI: OpenAIProviderSettings,
+    ProviderType.ANTHROPIC: AnthropicProviderSettings,
+    ProviderType.LOCAL: LocalProviderSettings,
+    ProviderType.SCRIPTED: ScriptedProviderSettings,
+}
 
 
 class McpTransport(StrEnum):
@@ -420,13 +447,34 @@ class McpServerSettings(_SecretsFromEnvironment):
         return user is None or self.users is None or user in self.users
 
 
+class KnowledgeSourceSettings(_Section):
+    """A directory of Markdown or text runbooks searched by ``search_knowledge``
+    (docs/knowledge.md). ``path`` is relative to the working directory of ``youyou kb index``,
+    the only command that reads it; ``users`` limits who searches it in the workbench (None:
+    everyone)."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    path: Path
+    glob: tuple[str, ...] = Field(("**/*.md", "**/*.txt"), min_length=1)
+    users: tuple[str, ...] | None = None
+
+    @field_validator("glob", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    def allows(self, user: str | None) -> bool:
+        """Whether a workbench user searches it; ``None`` is the local user of the CLI."""
+        return user is None or self.users is None or user in self.users
+
+
 class SkillsSettings(_Section):
     """``dir``: every ``*/SKILL.md`` under it is loaded through the shared validator."""
 
     dir: Path | None = None
 
 
-DEMO_PROVIDER = ProviderSettings(id="scripted", type=ProviderType.SCRIPTED)
+DEMO_PROVIDER = ScriptedProviderSettings(id="scripted", type=ProviderType.SCRIPTED)
 
 
 class Settings(_Section):
@@ -438,6 +486,7 @@ class Settings(_Section):
     skills: SkillsSettings = SkillsSettings()
     providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
     mcp_servers: tuple[McpServerSettings, ...] = ()
+    knowledge: tuple[KnowledgeSourceSettings, ...] = ()
 
     @model_validator(mode="after")
     def _references(self) -> Self:
@@ -445,6 +494,7 @@ class Settings(_Section):
         _unique("providers[].id", [p.id for p in self.providers])
         _unique("providers[].models[].id", model_ids)
         _unique("mcp_servers[].id", [s.id for s in self.mcp_servers])
+        _unique("knowledge[].id", [k.id for k in self.knowledge])
         if not self.providers:
             raise ValueError("providers: at least one [[providers]] entry is required")
         for key in ("default_model", "compact_model", "memory_model"):
@@ -479,11 +529,27 @@ def _unique(key: str, values: list[str]) -> None:
         seen.add(value)
 
 
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
-    return path
+def _as_written(error: ErrorDetails) -> ErrorDetails:
+    """A ``[[providers]]`` problem named as the file spells it: the path without the type that
+    picked the entry's model, and a key of another type saying which types have it."""
+    loc = error["loc"]
+    if len(loc) < 2 or loc[0] != "providers" or not isinstance(loc[1], int):
+        return error
+    fixed = error.copy()
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        fixed["loc"] = (*loc[:2], "type")
+        fixed["msg"] = "must be one of " + ", ".join(repr(t.value) for t in ProviderType)
+        return fixed
+    if len(loc) < 3 or loc[2] not in set(ProviderType):
+        return error
+    fixed["loc"] = key = (*loc[:2], *loc[3:])
+    if error["type"] == "extra_forbidden" and len(key) == 3:
+        owners = [t for t, model in _PROVIDER_TYPES.items() if key[2] in model.model_fields]
+        if owners:
+            fixed["msg"] = "applies only to type = " + " or ".join(repr(t.value) for t in owners)
+    if key[2:] == ("models",) and error["type"] in ("missing", "too_short"):
+        fixed["msg"] = "at least one [[providers.models]] entry is required"
+    return fixed
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -514,11 +580,7 @@ def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") ->
     try:
         return Settings.model_validate(dict(data))
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = _key_path(error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            problems.append(f"{where}: {message}" if where else message)
+        problems = [describe_problem(_as_written(error)) for error in exc.errors()]
         # Not chained: the validation error repeats the input values, secrets included.
         raise config_error(f"invalid {source}: " + "; ".join(problems)) from None
 

@@ -15,7 +15,7 @@ from typing import Any
 import platformdirs
 from rich.console import Console
 
-from youyou.adapters.settings import ProviderType, Settings
+from youyou.adapters.settings import Settings
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
 from youyou.cli.render import TurnView, agent_error_text
@@ -92,9 +92,7 @@ def setup_logging() -> None:
 def is_offline_model(settings: Settings, model_id: str) -> bool:
     """The built-in demo answers (a scripted provider without a script of its own)."""
     return any(
-        provider.type is ProviderType.SCRIPTED
-        and provider.script_path is None
-        and model_id in {m.model_id for m in provider.model_infos()}
+        provider.offline_demo and model_id in {m.model_id for m in provider.model_infos()}
         for provider in settings.providers
     )
 
@@ -180,7 +178,8 @@ async def run_turn(
 ) -> TurnOutcome:
     """Stream one turn into ``view``; Ctrl+C or SIGTERM cancels it (the partial answer is kept).
 
-    ``extra_tools`` (the MCP tools) is asked on every send, for a model with tool use only.
+    ``extra_tools`` (MCP tools, ``search_knowledge``) is asked on every send, for a model
+    with tool use only.
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
     tool_use = ProviderCapability.TOOL_USE in session.model.capabilities

@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.templates import DEFAULT_COMPACT_PROMPT
@@ -17,6 +27,52 @@ from youyou.domain.templates import DEFAULT_COMPACT_PROMPT
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def config_error(message: str) -> AgentError:
+    """The error of every configuration problem, in the kernel and in ``youyou.toml``."""
+    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """``("providers", 0, "models")`` → ``providers[0].models``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def describe_problem(error: ErrorDetails) -> str:
+    """One validation problem as ``key.path: message``."""
+    where = key_path(error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+class _KernelConfig(_Frozen):
+    """A value outside its bounds is ``INVALID_CONFIG`` naming the field, when it is built."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _invalid_config(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            problems = "; ".join(describe_problem(error) for error in exc.errors())
+            raise config_error(f"invalid {cls.__name__}: {problems}") from None
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Count = Annotated[int, Field(gt=0)]
+"""A number of things, or a duration in milliseconds: at least 1."""
+Share = Annotated[float, Field(gt=0.0, le=1.0)]
+"""A share of the model's context window."""
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
 class EnvironmentContext(_Frozen):
@@ -39,31 +95,48 @@ class SummaryFailurePolicy(StrEnum):
     FAIL = "fail"  # youyou.toml default (workbench, CLI): fail and keep the boundary
 
 
-class CompactionPolicy(_Frozen):
-    """One mechanism, several triggers; ``compact_threshold`` of AgentConfig applies too."""
+class CompactionPolicyBase(_Frozen):
+    """The compaction triggers with their bounds and defaults: the kernel's ``CompactionPolicy``
+    and the ``[compaction]`` table of ``youyou.toml`` are both built on these fields."""
 
     mode: MemoryMode = MemoryMode.EVERY_N_TURNS
-    every_n_turns: int = 30
-    context_percent: float = 0.70
-    hard_limit: float = 0.95
+    every_n_turns: Count = 30
+    context_percent: Share = 0.70
+    hard_limit: Share = 0.95
     on_summary_failure: SummaryFailurePolicy = SummaryFailurePolicy.TRUNCATE
 
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.context_percent >= self.hard_limit:
+            raise ValueError("context_percent must be below hard_limit")
+        return self
 
-class AgentConfig(_Frozen):
-    default_model: str
-    memory_namespace: str = "default"
+
+class CompactionPolicy(_KernelConfig, CompactionPolicyBase):
+    """One mechanism, several triggers; ``compact_threshold`` of AgentConfig applies too."""
+
+
+class AgentConfigBase(_Frozen):
+    """The agent-wide values with their bounds and defaults, shared by ``AgentConfig`` and the
+    ``[agent]`` table of ``youyou.toml`` (which only changes ``max_active_sessions``' default)."""
+
+    memory_namespace: NonBlank = "default"
     system_instructions: tuple[str, ...] = ()
     personality: str | None = None
-    environment_context: EnvironmentContext | None = None
-    tool_timeout_ms: int = 120_000
-    compact_threshold: float = 0.8
+    tool_timeout_ms: Count = 120_000
+    compact_threshold: float = Field(0.8, gt=0.0, lt=1.0)
     compact_model: str | None = None
     compact_prompt: str | None = None
-    max_tool_calls_per_turn: int = 50
+    max_tool_calls_per_turn: Count = 50
     memory_model: str | None = None
-    memory_checkpoint_interval: int = 10
-    memory_max_items: int = 20
-    max_active_sessions: int = 1
+    memory_checkpoint_interval: Count = 10
+    memory_max_items: Count = 20
+    max_active_sessions: Count = 1
+
+
+class AgentConfig(_KernelConfig, AgentConfigBase):
+    default_model: str
+    environment_context: EnvironmentContext | None = None
     compaction: CompactionPolicy = CompactionPolicy()
 
 
@@ -100,42 +173,16 @@ def _blank_to_none(value: str | None) -> str | None:
     return value if value is not None and value.strip() else None
 
 
-def config_error(message: str) -> AgentError:
-    """The error of every configuration problem, in the kernel and in ``youyou.toml``."""
-    return AgentError(ErrorCode.INVALID_CONFIG, message, source=ErrorSource.AGENT_BUILDER)
-
-
 def validate_agent_config(config: AgentConfig, has_model: Callable[[str], bool]) -> None:
-    """Build-time checks of every ``AgentConfig`` value; the first violation is raised."""
+    """Build-time checks: the models named must be offered; the bounds are checked again
+    because ``model_copy(update=…)`` skips validation. The first violation is raised."""
     if not has_model(config.default_model):
         raise AgentError(
             ErrorCode.INVALID_DEFAULT_MODEL,
             f"default_model {config.default_model!r} is not offered by any provider",
             source=ErrorSource.AGENT_BUILDER,
         )
-    if not config.memory_namespace.strip():
-        raise config_error("memory_namespace must not be blank")
-    positive = {
-        "tool_timeout_ms": config.tool_timeout_ms,
-        "max_tool_calls_per_turn": config.max_tool_calls_per_turn,
-        "memory_checkpoint_interval": config.memory_checkpoint_interval,
-        "memory_max_items": config.memory_max_items,
-        "max_active_sessions": config.max_active_sessions,
-    }
-    for name, value in positive.items():
-        if value <= 0:
-            raise config_error(f"{name} must be > 0, got {value}")
-    if not 0.0 < config.compact_threshold < 1.0:
-        raise config_error(f"compact_threshold must be in (0, 1), got {config.compact_threshold}")
-    policy = config.compaction
-    if policy.every_n_turns <= 0:
-        raise config_error(f"compaction.every_n_turns must be > 0, got {policy.every_n_turns}")
-    for name, ratio in (
-        ("context_percent", policy.context_percent),
-        ("hard_limit", policy.hard_limit),
-    ):
-        if not 0.0 < ratio <= 1.0:
-            raise config_error(f"compaction.{name} must be in (0, 1], got {ratio}")
+    type(config).model_validate(config.model_dump())
     for name, model in (
         ("compact_model", config.compact_model),
         ("memory_model", config.memory_model),

@@ -22,7 +22,7 @@ import uvicorn.supervisors
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
-from youyou.adapters.settings import ProviderType, Settings, load_settings
+from youyou.adapters.settings import Settings, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.context import RequestIdFilter
 from youyou.workbench.store import WorkbenchStore
@@ -106,9 +106,7 @@ def is_loopback(host: str) -> bool:
 
 
 def uses_demo_model(settings: Settings) -> bool:
-    return all(
-        p.type is ProviderType.SCRIPTED and p.script_path is None for p in settings.providers
-    )
+    return all(p.offline_demo for p in settings.providers)
 
 
 async def _migrate(url: str) -> None:

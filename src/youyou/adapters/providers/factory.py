@@ -10,14 +10,23 @@ from pathlib import Path
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.scripted import ScriptedProvider
-from youyou.adapters.settings import ProviderSettings, ProviderType, Settings
+from youyou.adapters.settings import (
+    AnthropicProviderSettings,
+    LocalProviderSettings,
+    OpenAIProviderSettings,
+    ProviderSettings,
+    ScriptedProviderSettings,
+    Settings,
+)
 from youyou.domain.config import config_error
 from youyou.domain.model import ModelInfo
 from youyou.ports.model_provider import ModelProvider
 
 
 def resolve_api_key(
-    provider: ProviderSettings, index: int, environ: Mapping[str, str]
+    provider: OpenAIProviderSettings | AnthropicProviderSettings,
+    index: int,
+    environ: Mapping[str, str],
 ) -> str | None:
     """The key named by ``api_key_env``; a named but unset variable is a configuration error."""
     if provider.api_key_env is None:
@@ -35,13 +44,13 @@ def build_provider(
     provider: ProviderSettings, index: int, environ: Mapping[str, str]
 ) -> ModelProvider:
     models = provider.model_infos()
-    if provider.type is ProviderType.SCRIPTED:
+    if isinstance(provider, ScriptedProviderSettings):
         if provider.script_path:
             return ScriptedProvider.from_file(
                 provider.script_path, provider_id=provider.id, models=models
             )
         return ScriptedProvider.demo(provider_id=provider.id, models=models)
-    if provider.type is ProviderType.LOCAL:
+    if isinstance(provider, LocalProviderSettings):
         return _local_provider(provider, index, models)
     endpoint = Endpoint(
         base_url=provider.base_url,
@@ -55,7 +64,7 @@ def build_provider(
     )
     # The SDKs are imported only for the provider types in use: together they add seconds to
     # the start of every command otherwise.
-    if provider.type is ProviderType.ANTHROPIC:
+    if isinstance(provider, AnthropicProviderSettings):
         from youyou.adapters.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(
@@ -75,7 +84,7 @@ def build_provider(
 
 
 def _local_provider(
-    provider: ProviderSettings, index: int, models: Sequence[ModelInfo]
+    provider: LocalProviderSettings, index: int, models: Sequence[ModelInfo]
 ) -> ModelProvider:
     """Check the extra and the model file now, so a bad setup fails at startup."""
     from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
