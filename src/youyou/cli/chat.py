@@ -92,7 +92,7 @@ class Chat:
             if await self.writer.moved_on(self.session):
                 await self.reload()
             outcome = await run_turn(
-                self.session, blocks, view, self.interrupts, self.app.mcp.tools
+                self.session, blocks, view, self.interrupts, self.app.tools
             )
         self.provider_failed = (
             outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
