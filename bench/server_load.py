@@ -17,10 +17,12 @@ server, the load client, the fake model and PostgreSQL. The machine has 2 cores 
 them share, so the CPU columns say who had them.
 
 Run: ``.venv/bin/python bench/server_load.py [--users 50 200] [--turns 20]
-[--backends sqlite postgresql] [--workers 1 2] [--think S] [--answer-s S] [--quick]``.
+[--backends sqlite postgresql] [--workers 1 2] [--think S] [--answer-s S] [--ramp S] [--quick]``.
 ``--answer-s`` makes the fake model stream each answer over S seconds, as a real model does, so
 N users back to back hold N streams open at once; with 0 every turn ends at once and the run
-measures throughput at saturation. ``--workers 2`` runs on
+measures throughput at saturation. Users that all start at once and get answers of the same
+length stay in lockstep (every answer ends, and the next message arrives, at the same moment);
+``--ramp S`` spreads their first turns over S seconds, as real users are. ``--workers 2`` runs on
 PostgreSQL only (SQLite has one writer). PostgreSQL uses ``YOUYOU_BENCH_PG_DSN`` (default the
 local ``postgres@127.0.0.1:5432/test``) to create and drop a scratch database per run. The
 client uses uvloop when it is importable, else the default asyncio loop.
@@ -331,9 +333,14 @@ class User:
         r.ready_users += 1
         return True
 
-    async def chat(self, turns: int, start: asyncio.Event, think_s: float) -> None:
-        """Turns back to back, or with a pause of ``think_s`` ± 50 % before each one."""
+    async def chat(
+        self, turns: int, start: asyncio.Event, think_s: float, ramp_s: float = 0.0
+    ) -> None:
+        """Turns back to back, or with a pause of ``think_s`` ± 50 % before each one; the first
+        one at a random point of the first ``ramp_s`` seconds."""
         await start.wait()
+        if ramp_s:
+            await asyncio.sleep(random.uniform(0, ramp_s))
         for number in range(turns):
             if think_s:
                 await asyncio.sleep(random.uniform(0.5, 1.5) * think_s)
@@ -403,6 +410,7 @@ async def load(
     meters: list[CpuMeter],
     think_s: float = 0.0,
     profiled: int | None = None,
+    ramp_s: float = 0.0,
 ) -> Phase:
     """Setup first (Argon2 included), then every user's turns from one common start.
     ``profiled``: the pid of a server run under ``PROFILED_SERVE``."""
@@ -421,7 +429,7 @@ async def load(
             raise RuntimeError("no user could sign up")
         start = asyncio.Event()
         tasks = [
-            asyncio.create_task(person.chat(turns, start, think_s))
+            asyncio.create_task(person.chat(turns, start, think_s, ramp_s))
             for person, ok in zip(people, ready, strict=True)
             if ok
         ]
@@ -496,9 +504,11 @@ async def one_run(
     profile: Path | None = None,
     logs: Path | None = None,
     answer_s: float = 0.0,
+    ramp_s: float = 0.0,
 ) -> Row:
     pause = f", {think_s:g} s ± 50 % before each" if think_s else " back to back"
     answer = f", answers streamed over {answer_s:g} s" if answer_s else ""
+    answer += f", first turns spread over {ramp_s:g} s" if ramp_s else ""
     run = f"{users} users, {backend}, {workers} process(es), {turns} turns each"
     print(f"\n== {run}{pause}{answer}", flush=True)
     model, model_port = start_fake_model(answer_s)
@@ -527,6 +537,7 @@ async def one_run(
                         list(meters.values()),
                         think_s,
                         server.pid if report else None,
+                        ramp_s,
                     )
                     rss = vm_hwm_mib(process_tree(server.pid))
                 finally:
@@ -660,6 +671,7 @@ async def amain(args: argparse.Namespace) -> None:
                         profile,
                         args.logs,
                         args.answer_s,
+                        args.ramp,
                     )
                 except RuntimeError as exc:  # a server that did not start, no user signed up
                     print(f"  run failed: {str(exc)[:2000]}", flush=True)
@@ -688,6 +700,14 @@ def main() -> None:
         metavar="S",
         help="the fake model streams each answer over S seconds (0, default: at once), so "
         "that the users' streams stay open together as with a real model",
+    )
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="start each user's first turn at a random point of the first S seconds (0, "
+        "default: all at once); with --answer-s the users otherwise stay in lockstep",
     )
     parser.add_argument("--quick", action="store_true", help="smoke check: 10 users, 3 turns")
     parser.add_argument(
