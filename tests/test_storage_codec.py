@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from youyou.adapters.storage import codec
-from youyou.adapters.storage.codec import HeadSlot, decode_event, encode_event, head_slot
+from youyou.adapters.storage.codec import (
+    HeadSlot,
+    decode_event,
+    decode_events,
+    encode_event,
+    head_slot,
+)
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import (
     LEDGER_SCHEMA_VERSION,
@@ -80,3 +86,41 @@ def test_values_that_are_not_json_are_storage_errors() -> None:
 def test_head_slots_of_metadata_events(key: str, slot: HeadSlot | None) -> None:
     assert head_slot(_event(Metadata(key=key, value={}))) is slot
     assert head_slot(_event(SystemMessage(content=key))) is None
+
+
+def test_a_batch_decodes_as_row_by_row() -> None:
+    events = [
+        LedgerEvent(seq=seq, timestamp=AT, payload=SystemMessage(content=f"m{seq}"))
+        for seq in range(1, 6)
+    ]
+    rows = [(encode_event(e), LEDGER_SCHEMA_VERSION) for e in events]
+    assert decode_events(rows) == events
+    assert decode_events([]) == []
+
+
+def test_a_batch_with_an_older_row_lifts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def rename_text(data: dict[str, Any]) -> dict[str, Any]:
+        data["payload"]["content"] = data["payload"].pop("text")
+        return data
+
+    monkeypatch.setitem(codec._UPGRADES, LEDGER_SCHEMA_VERSION - 1, rename_text)
+    old = {
+        "seq": 1,
+        "timestamp": AT.isoformat(),
+        "payload": {"kind": "system_message", "text": "hi"},
+        "schema_version": LEDGER_SCHEMA_VERSION - 1,
+    }
+    new = LedgerEvent(seq=2, timestamp=AT, payload=SystemMessage(content="there"))
+    rows = [
+        (json.dumps(old), LEDGER_SCHEMA_VERSION - 1),
+        (encode_event(new), LEDGER_SCHEMA_VERSION),
+    ]
+    assert decode_events(rows) == [_event(SystemMessage(content="hi")), new]
+
+
+def test_a_batch_row_that_is_not_one_event_is_a_storage_error() -> None:
+    """Joining documents into one array must not let a damaged row become two events."""
+    one = encode_event(_event(SystemMessage(content="hi")))
+    with pytest.raises(AgentError) as exc:
+        decode_events([(f"{one},{one}", LEDGER_SCHEMA_VERSION)])
+    assert exc.value.code is ErrorCode.STORAGE_ERROR

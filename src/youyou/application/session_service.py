@@ -16,6 +16,7 @@ from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
+from youyou.domain.bulk import collector_paused
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
     MemoryMode,
@@ -256,7 +257,8 @@ class SessionService:
             runtime.events = list(await storage.load_events(session_id, after))
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
-            runtime.context.rebuild(runtime.events, record)
+            with collector_paused():
+                runtime.context.rebuild(runtime.events, record)
             mode = _metadata_value(head.latest_memory_mode)
             if mode:
                 runtime.compaction = runtime.compaction.model_copy(
@@ -265,7 +267,8 @@ class SessionService:
             await self.answer_interrupted_calls(runtime)
             # Convert the history for the provider now, so the first turn pays only for itself.
             visible = runtime.context.state.visible_messages
-            runtime.requests.messages.prefix(visible, len(visible))
+            with collector_paused():
+                runtime.requests.messages.prefix(visible, len(visible))
             runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
                 1
                 for e in runtime.events

@@ -29,6 +29,7 @@ from youyou.adapters.storage.catalog import (
 from youyou.adapters.storage.codec import (
     HeadSlot,
     decode_event,
+    decode_events,
     encode_event,
     head_slot,
     metadata_key,
@@ -129,7 +130,7 @@ class SqlSessionStorage:
             rows = (await conn.execute(query)).all()
             if not rows:
                 await self._require_session(conn, session_id)
-        return [decode_event(row.event_json, row.schema_version) for row in rows]
+        return decode_events([(row.event_json, row.schema_version) for row in rows])
 
     async def last_seq(self, session_id: str) -> int:
         """The newest seq, one indexed read: a process holding a session open compares it with
