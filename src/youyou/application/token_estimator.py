@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from youyou.domain.config import AgentConfig
-from youyou.domain.content import FileContentBlock, ImageBlock
+from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.context import VisibleMessage, VisiblePayload
 from youyou.domain.ledger import AssistantMessage, ToolCall, ToolResult, UserMessage
 from youyou.ports.token_counter import TokenCounter
@@ -122,7 +122,7 @@ class ContextTokenEstimator:
 
     def messages_tokens(self, messages: Sequence[VisibleMessage]) -> int:
         """Tokens of a visible history; only messages not seen before are tokenized."""
-        return self._settled(lambda: sum(self._message_tokens(vm) for vm in messages))
+        return self._settled(lambda: sum(map(self._message_tokens, messages)))
 
     def text_tokens(self, text: str) -> int:
         """Tokens of a request-level text (system prompt, augmentation, summary draft)."""
@@ -152,9 +152,10 @@ class ContextTokenEstimator:
 
     def _count(self, countable: _Countable) -> int:
         fixed = MESSAGE_OVERHEAD_TOKENS + countable.fixed
-        if not self._exact:
-            self._bound += fixed
-        return fixed + sum(self._text(text) for text in countable.texts)
+        if self._exact:  # the common case, without a call per text
+            return fixed + sum(map(self._counter.count_text, countable.texts))
+        self._bound += fixed
+        return fixed + sum(map(self._text, countable.texts))
 
     def _text(self, text: str) -> int:
         deferred = self._deferred
@@ -176,6 +177,9 @@ class ContextTokenEstimator:
 
     def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):
+            content = message.content
+            if len(content) == 1 and isinstance(content[0], TextBlock):  # most messages
+                return _Countable((content[0].text,), 0)
             texts: list[str] = []
             images = 0
             for block in message.content:
