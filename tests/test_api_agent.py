@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.kernel_kit import RecordingTool, build_agent
-
+from kernel_kit import RecordingTool, build_agent
 from youyou import AgentConfig, OutcomeStatus, ScriptedResponse, TextBlock
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.domain.ledger import AssistantMessage, UserMessage

@@ -1,6 +1,6 @@
 import pytest
-from tests.kernel_kit import MODEL, RecordingTool, build_agent, model
 
+from kernel_kit import MODEL, RecordingTool, build_agent, model
 from youyou import (
     AgentBuilder,
     AgentConfig,

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
-from tests.crash_child import PassThroughStorage
-from tests.kernel_kit import model, text
-from tests.plugin_kit import ScriptedPlugin
 
+from crash_child import PassThroughStorage
+from kernel_kit import model, text
+from plugin_kit import ScriptedPlugin
 from youyou import (
     Agent,
     AgentBuilder,

@@ -1,8 +1,8 @@
 import asyncio
 
 import pytest
-from tests.kernel_kit import build_agent, text
 
+from kernel_kit import build_agent, text
 from youyou import AgentConfig, AgentError, ErrorCode
 from youyou.application.agent_control import AgentControl, LifecycleState
 

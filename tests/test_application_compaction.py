@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.kernel_kit import RecordingTool, build_agent, model, payload_types, text
 
+from kernel_kit import RecordingTool, build_agent, model, payload_types, text
 from youyou import (
     AgentConfig,
     CompactionPolicy,

@@ -1,6 +1,6 @@
 import pytest
-from tests.kernel_kit import model
 
+from kernel_kit import model
 from youyou import AgentError, ErrorCode, ModelInfo, ProviderCapability, TextBlock, ToolDescriptor
 from youyou.application.request_builder import ChatRequestBuilder, RequestBuildOptions
 from youyou.domain.context import VisibleMessage

@@ -3,9 +3,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from tests.kernel_kit import MODEL, RecordingTool, build_agent, payload_types, text
-from tests.plugin_kit import ScriptedPlugin, patch_arguments
 
+from kernel_kit import MODEL, RecordingTool, build_agent, payload_types, text
+from plugin_kit import ScriptedPlugin, patch_arguments
 from youyou import (
     AgentBuilder,
     AgentConfig,

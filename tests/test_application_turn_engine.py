@@ -3,8 +3,8 @@ import base64
 from typing import Any
 
 import pytest
-from tests.kernel_kit import RecordingTool, build_agent, model, payload_types, text
 
+from kernel_kit import RecordingTool, build_agent, model, payload_types, text
 from youyou import (
     AgentConfig,
     AgentError,

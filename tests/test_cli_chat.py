@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import PROMPT, Cli, quit_chat
 
+from cli_kit import PROMPT, Cli, quit_chat
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import AssistantMessage, MessageStatus
 

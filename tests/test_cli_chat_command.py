@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain, quit_chat, screen
 
+from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain, quit_chat, screen
 from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
     AssistantMessage,

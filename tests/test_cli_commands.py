@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import PROMPT, Cli, loose, quit_chat, screen
 
+from cli_kit import PROMPT, Cli, loose, quit_chat, screen
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.content import FileContentBlock, ImageBlock
 from youyou.domain.ledger import META_SESSION_PROFILE, LedgerEvent, Metadata, UserMessage

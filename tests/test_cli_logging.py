@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import Cli
+
+from cli_kit import Cli
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import Cli
 
+from cli_kit import Cli
 from youyou.adapters.storage.tables import VERSION_TABLE
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import PROMPT, Cli, quit_chat
 
+from cli_kit import PROMPT, Cli, quit_chat
 from youyou.domain.content import TextBlock
 
 

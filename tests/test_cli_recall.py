@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import PROMPT, Cli, quit_chat
 
+from cli_kit import PROMPT, Cli, quit_chat
 from youyou.domain.ledger import ToolResult
 from youyou.domain.recall import RECALL_TOOL_NAME
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain
 
+from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain
 from fakes.http_server import Delay, StreamReply
 from fakes.openai_server import FakeOpenAIServer, text_reply
 from youyou.domain.content import TextBlock

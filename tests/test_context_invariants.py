@@ -13,8 +13,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.kernel_kit import RecordingTool, build_agent, model, text
 
+from kernel_kit import RecordingTool, build_agent, model, text
 from youyou import AgentConfig, CompactionPolicy, MemoryMode, ScriptedResponse, TurnOutcome
 from youyou.application.compaction import truncation_boundary
 from youyou.application.context_manager import ContextManager

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain
 
+from cli_kit import COMMAND, TIMEOUT_S, Cli, plain
 from fakes.http_server import Delay, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from youyou.adapters.storage.engine import create_engine, migrate

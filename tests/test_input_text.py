@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli, plain
-from tests.kernel_kit import build_agent, text
 
+from cli_kit import COMMAND, TIMEOUT_S, Cli, plain
+from kernel_kit import build_agent, text
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain import content
 from youyou.domain.content import ContentBlock, FileContentBlock, TextBlock

@@ -7,9 +7,8 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-from tests.kernel_kit import MODEL
-from tests.waiting import eventually
-
+from kernel_kit import MODEL
+from waiting import eventually
 from youyou import (
     Agent,
     AgentBuilder,

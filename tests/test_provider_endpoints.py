@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import Cli, plain
 
+from cli_kit import Cli, plain
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_error
 from fakes.chat import FAST_RETRY, collect, ended_with_error, track, user
 from fakes.openai_server import FakeOpenAIServer, openai_error

@@ -10,9 +10,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tests.kernel_kit import ALL_CAPS, RecordingTool, build_agent, model, text
-from tests.test_application_compaction import agent_with
-
+from kernel_kit import ALL_CAPS, RecordingTool, build_agent, model, text
+from test_application_compaction import agent_with
 from youyou import (
     AgentConfig,
     CompactionPolicy,

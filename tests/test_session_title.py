@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.kernel_kit import build_agent, model, text
-
+from kernel_kit import build_agent, model, text
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.content import ImageBlock, TextBlock
 from youyou.domain.ledger import AssistantMessage, LedgerEvent, Metadata, UserMessage

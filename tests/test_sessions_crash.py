@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import func, select
-from tests.crash_child import builder
 
+from crash_child import builder
 from youyou import OutcomeStatus
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import ledger_events, sessions

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.crash_child import PassThroughStorage
-from tests.kernel_kit import RecordingTool, build_agent, model, text
-from tests.plugin_kit import ScriptedPlugin
 
+from crash_child import PassThroughStorage
+from kernel_kit import RecordingTool, build_agent, model, text
+from plugin_kit import ScriptedPlugin
 from youyou import (
     Abort,
     AgentBuilder,

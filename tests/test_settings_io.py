@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import COMMAND, TIMEOUT_S, Cli
 
+from cli_kit import COMMAND, TIMEOUT_S, Cli
 from youyou.adapters.settings import CONFIG_ENV, load_settings
 from youyou.domain.errors import AgentError, ErrorCode
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.cli_kit import Cli
 
+from cli_kit import Cli
 from fakes.chat import track
 from fakes.openai_server import FakeOpenAIServer, text_reply
 from youyou.adapters.providers.factory import build_providers

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from tests.cli_kit import Cli, plain
 
+from cli_kit import Cli, plain
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import LedgerEvent, UserMessage

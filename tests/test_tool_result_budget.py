@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.kernel_kit import RecordingTool, build_agent, model, text
-from tests.test_sessions_durable import assert_same, live_and_resumed, turn
-
+from kernel_kit import RecordingTool, build_agent, model, text
+from test_sessions_durable import assert_same, live_and_resumed, turn
 from youyou import OutcomeStatus, ScriptedResponse, SessionHandle, TextBlock, ToolOutput
 from youyou.adapters.tokens import ApproximateTokenCounter
 from youyou.domain.ledger import ToolResult

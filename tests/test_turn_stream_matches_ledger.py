@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from tests.kernel_kit import RecordingTool, build_agent, model, text
 
+from kernel_kit import RecordingTool, build_agent, model, text
 from youyou import (
     AgentConfig,
     AgentEvent,
