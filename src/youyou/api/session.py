@@ -15,7 +15,8 @@ from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.context import CompactionRecord, VisibleMessage
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
-from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, Metadata
+from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent
+from youyou.domain.ledger_metadata import MemoryModeChange, metadata_event
 from youyou.domain.model import ModelInfo
 from youyou.domain.session import SessionSummary
 
@@ -119,7 +120,7 @@ class SessionHandle:
         async with self._sessions.exclusive(runtime) as cancel:
             if mode is not runtime.compaction.mode:
                 await self._sessions.record(
-                    runtime, Metadata(key=META_MEMORY_MODE, value={"mode": mode.value})
+                    runtime, metadata_event(META_MEMORY_MODE, MemoryModeChange(mode=mode))
                 )
             runtime.compaction = runtime.compaction.model_copy(update={"mode": mode})
             if mode is MemoryMode.MANUAL:

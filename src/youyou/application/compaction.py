@@ -25,9 +25,9 @@ from youyou.domain.events import AgentEventPayload, ContextCompacted
 from youyou.domain.hooks import BeforeCompactPayload
 from youyou.domain.ledger import (
     META_CONTEXT_COMPACTION,
-    Metadata,
     is_message,
 )
+from youyou.domain.ledger_metadata import metadata_event
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
 from youyou.domain.transcript import message_line
 
@@ -160,7 +160,7 @@ class Compactor:
             compacted_message_count=behind + (previous.compacted_message_count if previous else 0),
         )
         await self._sessions.record(
-            runtime, Metadata(key=META_CONTEXT_COMPACTION, value=record.model_dump(mode="json"))
+            runtime, metadata_event(META_CONTEXT_COMPACTION, record)
         )
         context.rebuild(runtime.events, record)
         self._sessions.release_settled_events(runtime)

@@ -10,7 +10,6 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
 
 from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
@@ -19,7 +18,6 @@ from youyou.application.session_runtime import ManualCompaction, SessionRuntime,
 from youyou.domain.bulk import collector_paused
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
-    MemoryMode,
     ResolvedSessionConfig,
     SessionConfig,
     SessionPinnedConfig,
@@ -40,6 +38,12 @@ from youyou.domain.ledger import (
     ToolResult,
     ToolResultRecord,
     UserMessage,
+)
+from youyou.domain.ledger_metadata import (
+    MemoryCheckpoint,
+    MemoryModeChange,
+    metadata_event,
+    read_metadata,
 )
 from youyou.domain.session import next_summary
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
@@ -161,7 +165,7 @@ class SessionService:
                 session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
             )
             await self.record(
-                runtime, Metadata(key=META_SESSION_PROFILE, value=pinned.model_dump(mode="json"))
+                runtime, metadata_event(META_SESSION_PROFILE, pinned)
             )
             try:
                 abort = await kernel.plugins.session_start(session_id, pinned.model_id)
@@ -235,17 +239,17 @@ class SessionService:
             )
         with self._opening_slot(session_id) as reservation:
             head = await storage.load_head(session_id)
-            profile = head.profile.payload
-            assert isinstance(profile, Metadata)
-            pinned = SessionPinnedConfig.model_validate(profile.value)
+            pinned = read_metadata(head.profile, SessionPinnedConfig)
+            assert pinned is not None  # a session's first event is its profile
             policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
             runtime = self._runtime(
                 session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
             )
-            compaction = _metadata_value(head.latest_compaction)
-            record = CompactionRecord.model_validate(compaction) if compaction else None
-            checkpoint = _metadata_value(head.latest_memory_checkpoint) or {}
-            runtime.last_memory_checkpoint_seq = int(checkpoint.get("last_seq", 0))
+            record = read_metadata(head.latest_compaction, CompactionRecord)
+            checkpoint = read_metadata(
+                head.latest_memory_checkpoint, MemoryCheckpoint
+            ) or MemoryCheckpoint(last_seq=0)
+            runtime.last_memory_checkpoint_seq = checkpoint.last_seq
             boundary = record.replaces_through_seq if record else 0
             # Extraction needs the events since the checkpoint; without memory they are dead
             # weight, and resume must not grow with the history behind the compaction.
@@ -259,17 +263,15 @@ class SessionService:
             runtime.summary = head.summary
             with collector_paused():
                 runtime.context.rebuild(runtime.events, record)
-            mode = _metadata_value(head.latest_memory_mode)
-            if mode:
-                runtime.compaction = runtime.compaction.model_copy(
-                    update={"mode": MemoryMode(mode["mode"])}
-                )
+            change = read_metadata(head.latest_memory_mode, MemoryModeChange)
+            if change is not None:
+                runtime.compaction = runtime.compaction.model_copy(update={"mode": change.mode})
             await self.answer_interrupted_calls(runtime)
             # Convert the history for the provider now, so the first turn pays only for itself.
             visible = runtime.context.state.visible_messages
             with collector_paused():
                 runtime.requests.messages.prefix(visible, len(visible))
-            runtime.turn_index = int(checkpoint.get("turn_index", 0)) + sum(
+            runtime.turn_index = checkpoint.turn_index + sum(
                 1
                 for e in runtime.events
                 if e.seq > runtime.last_memory_checkpoint_seq and isinstance(e.payload, UserMessage)
@@ -386,9 +388,9 @@ class SessionService:
         )
         await self.record(
             runtime,
-            Metadata(
-                key=META_MEMORY_CHECKPOINT,
-                value={"last_seq": current, "turn_index": runtime.turn_index},
+            metadata_event(
+                META_MEMORY_CHECKPOINT,
+                MemoryCheckpoint(last_seq=current, turn_index=runtime.turn_index),
             ),
         )
         runtime.last_memory_checkpoint_seq = current
@@ -409,9 +411,3 @@ class SessionService:
 
 _INTERRUPTED_OUTPUT = synthetic_output(SyntheticReason.INTERRUPTED_BEFORE_RESULT, TOOL_INTERRUPTED)
 
-
-def _metadata_value(event: LedgerEvent | None) -> Any:
-    if event is None:
-        return None
-    payload = event.payload
-    return payload.value if isinstance(payload, Metadata) else None

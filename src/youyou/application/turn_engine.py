@@ -45,11 +45,11 @@ from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
     AssistantMessage,
     MessageStatus,
-    Metadata,
     SystemMessage,
     ToolOutput,
     UserMessage,
 )
+from youyou.domain.ledger_metadata import SkillInvocation, SkillInvocations, metadata_event
 from youyou.domain.model import FinishReason, ProviderError, ProviderErrorKind, Usage
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
@@ -197,9 +197,11 @@ class TurnEngine:
         if turn.injections:
             await self._sessions.record(
                 runtime,
-                Metadata(
-                    key=META_SKILL_INVOCATIONS,
-                    value=[{"skill_name": i.skill_name} for i in turn.injections],
+                metadata_event(
+                    META_SKILL_INVOCATIONS,
+                    SkillInvocations(
+                        tuple(SkillInvocation(skill_name=i.skill_name) for i in turn.injections)
+                    ),
                 ),
             )
         channel.emit(TurnStarted(user_message_seq=user.seq))

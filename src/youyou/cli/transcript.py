@@ -24,6 +24,7 @@ from youyou.domain.ledger import (
     ToolResult,
     UserMessage,
 )
+from youyou.domain.ledger_metadata import read_metadata
 from youyou.domain.memory import Memory
 from youyou.domain.session import (
     SearchMode,
@@ -150,7 +151,8 @@ def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
         elif isinstance(payload, ToolResult):
             console.print(Text(f"  ← {tool_result_line(payload.result.output)}", style="dim"))
         elif isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
-            record = CompactionRecord.model_validate(payload.value)
+            record = read_metadata(event, CompactionRecord)
+            assert record is not None
             console.print(
                 Text(
                     f"⟳ compacted through #{record.replaces_through_seq}: "

@@ -25,6 +25,7 @@ from youyou.domain.ledger import (
     ToolResult,
     UserMessage,
 )
+from youyou.domain.ledger_metadata import read_metadata
 from youyou.workbench.schemas import MessageOut, ToolCallOut
 
 Role = Literal["user", "assistant", "system"]
@@ -50,7 +51,8 @@ def _boundary(events: Sequence[LedgerEvent]) -> int:
     for event in events:
         payload = event.payload
         if isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
-            boundary = CompactionRecord.model_validate(payload.value).replaces_through_seq
+            record = read_metadata(event, CompactionRecord)
+            boundary = record.replaces_through_seq if record else boundary
     return boundary
 
 
