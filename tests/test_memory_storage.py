@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -294,3 +295,14 @@ async def test_postgres_term_statistics_follow_every_write(pg_url: str) -> None:
     await store.delete("alice", "a")
     assert await docs() == {"milk": 1}
     await store.close()
+
+
+async def test_processes_starting_together_create_the_schema_once(db_url: str) -> None:
+    """``--workers N`` opens the memory storage in N processes at once; on PostgreSQL two
+    concurrent ``CREATE TABLE IF NOT EXISTS`` fail on pg_type's unique index unless serialized."""
+    stores = await asyncio.gather(*(open_memory_storage(db_url) for _ in range(4)))
+    try:
+        await stores[0].upsert(mem("m-1", "shared schema", ns="ns"))
+        assert [m.id for m in await stores[3].list_recent("ns", 10)] == ["m-1"]
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))

@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from youyou.adapters.knowledge.passages import Passage
 from youyou.adapters.memory.text_index import index_text, query_terms
-from youyou.adapters.storage.engine import transaction
+from youyou.adapters.storage.engine import lock_schema, transaction
 from youyou.adapters.storage.tables import UtcDateTime
 
 metadata = MetaData()
@@ -145,9 +145,7 @@ class KnowledgeIndex(abc.ABC):
 
     async def ensure_schema(self) -> None:
         async with transaction(self.engine, "knowledge schema", write=True) as conn:
-            if self.engine.dialect.name == "postgresql":  # several workers start at once
-                lock = f"SELECT pg_advisory_xact_lock(hashtext('{SCHEMA_LOCK}'))"
-                await conn.exec_driver_sql(lock)
+            await lock_schema(conn, SCHEMA_LOCK)
             await conn.run_sync(metadata.create_all)
             for statement in self._search_ddl():
                 await conn.exec_driver_sql(statement)

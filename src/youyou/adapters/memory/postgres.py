@@ -27,8 +27,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from youyou.adapters.memory.sql_base import MEMORY_COLUMNS, SqlMemoryStorage, row_to_memory
+from youyou.adapters.memory.sql_base import (
+    MEMORY_COLUMNS,
+    SCHEMA_LOCK,
+    SqlMemoryStorage,
+    row_to_memory,
+)
 from youyou.adapters.memory.text_index import POSTINGS_BUDGET, choose_terms, query_terms
+from youyou.adapters.storage.engine import lock_schema
 from youyou.domain.memory import Memory
 
 logger = logging.getLogger(__name__)
@@ -138,6 +144,7 @@ class PostgresMemoryStorage(SqlMemoryStorage):
         await super().ensure_schema()
         try:
             async with self.engine.begin() as conn:
+                await lock_schema(conn, SCHEMA_LOCK)
                 await conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_trgm")
                 await conn.exec_driver_sql(_TRIGRAM_INDEX)
         except SQLAlchemyError as exc:

@@ -7,8 +7,8 @@ share a database with the session store without touching its migrations.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Self
 
 from sqlalchemy import (
@@ -27,13 +27,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.memory.text_index import index_text
-from youyou.adapters.storage.engine import create_engine
-from youyou.adapters.storage.errors import storage_error
+from youyou.adapters.storage.engine import create_engine, lock_schema, transaction
 from youyou.adapters.storage.tables import UtcDateTime
 from youyou.domain.memory import Memory
 
@@ -58,6 +56,7 @@ memories = Table(
     Index("memories_namespace_updated_idx", "namespace", "updated_at"),
 )
 
+SCHEMA_LOCK = "youyou.memory"  # one process at a time creates the memory tables
 UPSERT_CHUNK = 500  # rows per statement, well under SQLite's bound-parameter limit
 
 MEMORY_COLUMNS = tuple(c for c in memories.c if c.name not in ("pk", "search_text"))
@@ -83,21 +82,15 @@ class SqlMemoryStorage(abc.ABC):
         """An engine set up like the session storage's (async driver, SQLite pragmas)."""
         return cls(create_engine(url))
 
-    @asynccontextmanager
-    async def _connect(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
-        """A connection whose database errors surface as STORAGE_ERROR."""
-        try:
-            if write:
-                async with self.engine.begin() as conn:
-                    yield conn
-            else:
-                async with self.engine.connect() as conn:
-                    yield conn
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise storage_error("memory storage", exc) from exc
+    def _connect(self, *, write: bool = False) -> AbstractAsyncContextManager[AsyncConnection]:
+        """One transaction whose database errors surface as STORAGE_ERROR; a write takes
+        SQLite's write lock first (``BEGIN IMMEDIATE``), so concurrent writers queue instead
+        of failing with "database is locked" when a read lock cannot be upgraded."""
+        return transaction(self.engine, "memory storage", write=write)
 
     async def ensure_schema(self) -> None:
         async with self._connect(write=True) as conn:
+            await lock_schema(conn, SCHEMA_LOCK)
             await conn.run_sync(metadata.create_all)
             for statement in self._search_ddl():
                 await conn.exec_driver_sql(statement)

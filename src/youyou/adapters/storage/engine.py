@@ -127,6 +127,14 @@ async def transaction(
         raise storage_error(action, exc, database=engine.url) from exc
 
 
+async def lock_schema(conn: AsyncConnection, key: str) -> None:
+    """Serialize the schema changes of processes that start together (``--workers N``):
+    PostgreSQL's DDL races otherwise (``CREATE TABLE IF NOT EXISTS`` in two transactions at
+    once fails on a unique index); SQLite's write lock already serializes them."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": key})
+
+
 async def migrate(
     engine: AsyncEngine,
     revision: str = "head",
