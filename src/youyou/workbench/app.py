@@ -4,6 +4,7 @@ one error envelope for every failure."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -118,6 +119,9 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
         hub.start()
         _install_shutdown_hook(hub)
+        # Everything built so far (modules, schemas, the agent) lives as long as the process:
+        # kept out of full collections, a gen-2 pause drops from ~100 ms to a few ms.
+        gc.freeze()
         logger.info("workbench ready (process %s)", hub.holder)
         try:
             yield
