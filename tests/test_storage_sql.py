@@ -22,7 +22,7 @@ from storage_contract import (
 )
 from youyou.adapters.storage.engine import create_engine
 from youyou.adapters.storage.sql import SqlSessionStorage
-from youyou.adapters.storage.tables import ledger_events
+from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import LEDGER_SCHEMA_VERSION, LedgerEvent, SystemMessage
 from youyou.domain.session import SessionListQuery, next_summary
@@ -86,6 +86,21 @@ class TestSqlSessionStorage(SessionStorageContract):
         assert [r.kind for r in rows] == [e.payload.kind for e in events]
         assert rows[0].metadata_key == "session_profile" and rows[1].metadata_key is None
         assert [r.timestamp for r in rows] == [e.timestamp for e in events]
+
+    async def test_stored_times_compare_equal_to_bound_ones(
+        self, storage: SqlSessionStorage, engine: AsyncEngine
+    ) -> None:
+        """An append stores times in the text SQLAlchemy binds (SQLite compares them as text),
+        so catalog paging and time filters find them."""
+        events, summary = await append_all(storage, "s-1", [profile(), user("hi")])
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                select(func.count()).where(ledger_events.c.timestamp == events[1].timestamp)
+            )
+            updated = await conn.scalar(
+                select(func.count()).where(sessions.c.updated_at == summary.updated_at)
+            )
+        assert (found, updated) == (1, 1)
 
     async def test_unique_seq_is_a_database_constraint(
         self, storage: SqlSessionStorage, engine: AsyncEngine

@@ -1,0 +1,54 @@
+"""Statements run on SQLite through aiosqlite directly: one trip to its thread per statement.
+
+aiosqlite runs every call on its connection's own thread, and SQLAlchemy makes three calls of
+each statement (open a cursor, execute, close it). On an append, those trips cost more than
+SQLite's own work. A ``DriverStatement`` is the SQL and bind processing SQLAlchemy compiles for
+the same statement, run with ``execute_fetchall`` (execute and fetch in one call) on the
+connection of the caller's SQLAlchemy transaction, so it commits or rolls back with it. Driver
+errors are wrapped as SQLAlchemy would wrap them, so they map to storage errors the same way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+
+
+@dataclass(frozen=True, slots=True)
+class DriverStatement:
+    sql: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+
+    @classmethod
+    def compile(cls, statement: ClauseElement, dialect: Dialect) -> DriverStatement:
+        compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
+        names = tuple(compiled.positiontup or ())
+        processors = tuple(
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            for name in names
+        )
+        return cls(compiled.string, names, processors)
+
+    def parameters(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            values[name] if process is None else process(values[name])
+            for name, process in zip(self.names, self.processors, strict=True)
+        )
+
+    async def run(self, conn: AsyncConnection, values: Mapping[str, Any]) -> Sequence[Any]:
+        """Execute in ``conn``'s transaction; the rows it returns (RETURNING), if any."""
+        driver = (await conn.get_raw_connection()).driver_connection
+        parameters = self.parameters(values)
+        try:
+            return list(await driver.execute_fetchall(self.sql, parameters))  # type: ignore[union-attr]
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(self.sql, parameters, exc, sqlite3.Error) from exc
