@@ -69,6 +69,14 @@ _SUMMARY_COLUMNS = (
 )
 _EVENT_COLUMNS = (ledger_events.c.event_json, ledger_events.c.schema_version)
 _NEWEST_FIRST = (sessions.c.updated_at.desc(), sessions.c.id.desc())
+_EVENTS_AFTER = (
+    select(*_EVENT_COLUMNS)
+    .where(
+        ledger_events.c.session_id == bindparam("session_id"),
+        ledger_events.c.seq > bindparam("after_seq"),
+    )
+    .order_by(ledger_events.c.seq)
+)
 
 
 class SqlSessionStorage:
@@ -129,16 +137,16 @@ class SqlSessionStorage:
                 raise seq_conflict(action)
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
-        query = (
-            select(*_EVENT_COLUMNS)
-            .where(ledger_events.c.session_id == session_id, ledger_events.c.seq > after_seq)
-            .order_by(ledger_events.c.seq)
-        )
+        values = {"session_id": session_id, "after_seq": after_seq}
         async with self._transaction(f"loading session {session_id!r}") as conn:
-            rows = (await conn.execute(query)).all()
+            rows: Sequence[tuple[str, int]]
+            if self._postgresql:
+                rows = [tuple(row) for row in await conn.execute(_EVENTS_AFTER, values)]
+            else:  # plain tuples in one trip to aiosqlite's thread
+                rows = await _sqlite_events_after(self._engine.dialect).run(conn, values)
             if not rows:
                 await self._require_session(conn, session_id)
-        return decode_events([(row.event_json, row.schema_version) for row in rows])
+        return decode_events(rows)
 
     async def last_seq(self, session_id: str) -> int:
         """The newest seq, one indexed read: a process holding a session open compares it with
@@ -249,6 +257,11 @@ def _upsert_session(postgresql_dialect: bool, slot: HeadSlot | None) -> Executab
         set_={name: stmt.excluded[name] for name in names},
         where=sessions.c.last_seq < stmt.excluded.last_seq,
     )
+
+
+@cache
+def _sqlite_events_after(dialect: Dialect) -> DriverStatement:
+    return DriverStatement.compile(_EVENTS_AFTER, dialect)
 
 
 @cache
