@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from youyou.adapters.knowledge.passages import Passage
 from youyou.adapters.memory.text_index import index_text, query_terms
-from youyou.adapters.storage.engine import lock_schema, transaction
+from youyou.adapters.storage.engine import ensure_tables, transaction
 from youyou.adapters.storage.tables import UtcDateTime
 
 metadata = MetaData()
@@ -144,11 +144,13 @@ class KnowledgeIndex(abc.ABC):
         self.engine = engine
 
     async def ensure_schema(self) -> None:
-        async with transaction(self.engine, "knowledge schema", write=True) as conn:
-            await lock_schema(conn, SCHEMA_LOCK)
-            await conn.run_sync(metadata.create_all)
-            for statement in self._search_ddl():
-                await conn.exec_driver_sql(statement)
+        await ensure_tables(
+            self.engine,
+            metadata,
+            self._search_ddl(),
+            lock_key=SCHEMA_LOCK,
+            action="knowledge schema",
+        )
 
     @abc.abstractmethod
     def _search_ddl(self) -> Sequence[str]:

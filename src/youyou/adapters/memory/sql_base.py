@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.memory.text_index import index_text
-from youyou.adapters.storage.engine import create_engine, lock_schema, transaction
+from youyou.adapters.storage.engine import create_engine, ensure_tables, transaction
 from youyou.adapters.storage.tables import UtcDateTime
 from youyou.domain.memory import Memory
 
@@ -89,11 +89,13 @@ class SqlMemoryStorage(abc.ABC):
         return transaction(self.engine, "memory storage", write=write)
 
     async def ensure_schema(self) -> None:
-        async with self._connect(write=True) as conn:
-            await lock_schema(conn, SCHEMA_LOCK)
-            await conn.run_sync(metadata.create_all)
-            for statement in self._search_ddl():
-                await conn.exec_driver_sql(statement)
+        await ensure_tables(
+            self.engine,
+            metadata,
+            self._search_ddl(),
+            lock_key=SCHEMA_LOCK,
+            action="memory storage",
+        )
 
     @abc.abstractmethod
     def _search_ddl(self) -> Sequence[str]:

@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, event, text
+from sqlalchemy import Connection, Engine, MetaData, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -133,6 +133,18 @@ async def lock_schema(conn: AsyncConnection, key: str) -> None:
     once fails on a unique index); SQLite's write lock already serializes them."""
     if conn.dialect.name == "postgresql":
         await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": key})
+
+
+async def ensure_tables(
+    engine: AsyncEngine, tables: MetaData, ddl: Sequence[str], *, lock_key: str, action: str
+) -> None:
+    """Stores without migrations (memory, knowledge): ``CREATE … IF NOT EXISTS`` for
+    ``tables`` and the idempotent ``ddl`` after them, serialized across processes."""
+    async with transaction(engine, action, write=True) as conn:
+        await lock_schema(conn, lock_key)
+        await conn.run_sync(tables.create_all)
+        for statement in ddl:
+            await conn.exec_driver_sql(statement)
 
 
 async def migrate(
