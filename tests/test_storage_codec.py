@@ -39,21 +39,28 @@ def test_encoding_is_model_dump_json_with_the_schema_version() -> None:
     assert decode_event(document, LEDGER_SCHEMA_VERSION) == event
 
 
-def test_older_documents_go_through_the_upgrade_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A v0 row whose system message was called ``text`` is lifted to the current shape."""
+@pytest.fixture
+def old_row(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A row of the previous schema version whose system message was called ``text``, with
+    the upgrade step that lifts it to the current shape."""
 
     def rename_text(data: dict[str, Any]) -> dict[str, Any]:
         data["payload"]["content"] = data["payload"].pop("text")
         return data
 
     monkeypatch.setitem(codec._UPGRADES, LEDGER_SCHEMA_VERSION - 1, rename_text)
-    old = {
-        "seq": 1,
-        "timestamp": AT.isoformat(),
-        "payload": {"kind": "system_message", "text": "hi"},
-        "schema_version": LEDGER_SCHEMA_VERSION - 1,
-    }
-    decoded = decode_event(json.dumps(old), LEDGER_SCHEMA_VERSION - 1)
+    return json.dumps(
+        {
+            "seq": 1,
+            "timestamp": AT.isoformat(),
+            "payload": {"kind": "system_message", "text": "hi"},
+            "schema_version": LEDGER_SCHEMA_VERSION - 1,
+        }
+    )
+
+
+def test_older_documents_go_through_the_upgrade_steps(old_row: str) -> None:
+    decoded = decode_event(old_row, LEDGER_SCHEMA_VERSION - 1)
     assert decoded == _event(SystemMessage(content="hi"))
 
 
@@ -98,21 +105,10 @@ def test_a_batch_decodes_as_row_by_row() -> None:
     assert decode_events([]) == []
 
 
-def test_a_batch_with_an_older_row_lifts_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    def rename_text(data: dict[str, Any]) -> dict[str, Any]:
-        data["payload"]["content"] = data["payload"].pop("text")
-        return data
-
-    monkeypatch.setitem(codec._UPGRADES, LEDGER_SCHEMA_VERSION - 1, rename_text)
-    old = {
-        "seq": 1,
-        "timestamp": AT.isoformat(),
-        "payload": {"kind": "system_message", "text": "hi"},
-        "schema_version": LEDGER_SCHEMA_VERSION - 1,
-    }
+def test_a_batch_with_an_older_row_lifts_it(old_row: str) -> None:
     new = LedgerEvent(seq=2, timestamp=AT, payload=SystemMessage(content="there"))
     rows = [
-        (json.dumps(old), LEDGER_SCHEMA_VERSION - 1),
+        (old_row, LEDGER_SCHEMA_VERSION - 1),
         (encode_event(new), LEDGER_SCHEMA_VERSION),
     ]
     assert decode_events(rows) == [_event(SystemMessage(content="hi")), new]
