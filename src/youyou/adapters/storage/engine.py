@@ -8,6 +8,8 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
@@ -75,11 +77,25 @@ def _sqlite_connect(synchronous: SqliteSynchronous, dbapi_connection: Any, _reco
     # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin (DDL included).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _enter_wal(cursor)
     cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
+
+
+def _enter_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL`` skips the busy handler: two connections converting a fresh
+    database at once can get "database is locked" at once. Retry within the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _sqlite_begin(connection: Connection) -> None:
