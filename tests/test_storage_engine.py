@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -20,8 +22,10 @@ from youyou.adapters.settings import (
     default_database_url,
     load_settings,
 )
+from youyou.adapters.storage import engine as engine_module
 from youyou.adapters.storage.engine import (
     alembic_config,
+    chain_heads,
     create_engine,
     migrate,
     normalize_url,
@@ -30,6 +34,10 @@ from youyou.adapters.storage.engine import (
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import TITLE_TRGM_INDEX, VERSION_TABLE, metadata
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.workbench.store import migrate_workbench
+from youyou.workbench.store.repository import MIGRATIONS as WORKBENCH_MIGRATIONS
+
+SESSION_MIGRATIONS = Path(engine_module.__file__).with_name("migrations")
 
 
 @pytest.mark.parametrize(
@@ -165,3 +173,74 @@ async def test_concurrent_upgrades_of_a_fresh_database_both_succeed(db_url: str)
     await asyncio.gather(*(upgrade_database(db_url) for _ in range(3)))
     state = await _state_of(db_url)
     assert state["revision"] == "0002" and state["diff"] == []
+
+
+@pytest.mark.parametrize("location", [SESSION_MIGRATIONS, WORKBENCH_MIGRATIONS])
+def test_the_heads_read_from_the_scripts_are_alembics(location: Path) -> None:
+    assert chain_heads(location) == set(ScriptDirectory(str(location)).get_heads())
+
+
+_SCRIPTS = {
+    "__init__.py": "",
+    "1_base.py": 'revision = "a"\ndown_revision = None\n',
+    "2_annotated.py": 'revision: str = "b"\ndown_revision: str | None = "a"\n',
+    "3_branch.py": 'revision = "c"\ndown_revision = "a"\ndepends_on = "b"\n',
+    "4_merge.py": 'revision = "d"\ndown_revision = ("b", "c")\n',
+    "5_other_branch.py": 'revision = "e"\ndown_revision = "a"\n',
+    "notes.txt": 'revision = "z"\ndown_revision = "e"\n',
+}
+
+
+def _write_chain(root: Path, scripts: dict[str, str]) -> Path:
+    (root / "versions").mkdir(parents=True)
+    for name, body in scripts.items():
+        (root / "versions" / name).write_text(body)
+    return root
+
+
+def test_branches_merges_and_dependencies_give_alembics_heads(tmp_path: Path) -> None:
+    location = _write_chain(tmp_path, _SCRIPTS)
+    heads = chain_heads(location)
+    assert heads == {"d", "e"}
+    assert heads == set(ScriptDirectory(str(location)).get_heads())
+
+
+def test_a_revision_that_is_not_a_literal_is_left_to_alembic(tmp_path: Path) -> None:
+    computed = {**_SCRIPTS, "6_computed.py": 'revision = "f".upper()\ndown_revision = "d"\n'}
+    assert chain_heads(_write_chain(tmp_path / "computed", computed)) is None
+    missing = {**_SCRIPTS, "6_no_parent.py": 'revision = "f"\n'}
+    assert chain_heads(_write_chain(tmp_path / "missing", missing)) is None
+
+
+_OPEN_AT_HEAD = """
+import asyncio, sys
+from youyou.adapters.storage.engine import create_engine, migrate
+from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.workbench.store import migrate_workbench
+
+async def main(url):
+    await (await SqlSessionStorage.open(url)).close()
+    engine = create_engine(url)
+    try:
+        await migrate_workbench(engine)
+    finally:
+        await engine.dispose()
+
+asyncio.run(main(sys.argv[1]))
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("alembic", "mako")))
+"""
+
+
+async def test_a_database_at_head_is_opened_without_importing_alembic(db_url: str) -> None:
+    engine = create_engine(db_url)
+    try:
+        await migrate(engine)
+        await migrate_workbench(engine)
+    finally:
+        await engine.dispose()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _OPEN_AT_HEAD, db_url, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), timeout=60)
+    assert child.returncode == 0
+    assert out.decode().strip() == "[]"

@@ -7,23 +7,18 @@ built here in code, so migrations run from an installed wheel without an ``alemb
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from weakref import WeakKeyDictionary
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.script.revision import ResolutionError
-from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, MetaData, event, text
+from sqlalchemy import Connection, Engine, MetaData, String, column, event, select, table, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -31,6 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from youyou.adapters.storage.errors import storage_error
 from youyou.adapters.storage.tables import VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 SQLITE_BUSY_TIMEOUT_MS = 5_000
 SqliteSynchronous = Literal["normal", "full"]
@@ -105,6 +103,8 @@ def _sqlite_begin(connection: Connection) -> None:
 
 def alembic_config(connection: Connection, script_location: Path = _MIGRATIONS) -> Config:
     """The ``alembic.ini`` equivalent; ``env.py`` migrates through ``connection``."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(script_location))
     config.attributes["connection"] = connection
@@ -186,6 +186,11 @@ async def migrate(
                 return
 
     def run(connection: Connection) -> None:
+        from alembic import command
+        from alembic.script import ScriptDirectory
+        from alembic.script.revision import ResolutionError
+        from alembic.util import CommandError
+
         if connection.dialect.name == "postgresql":
             lock = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
             connection.execute(lock, {"key": lock_key})
@@ -205,7 +210,16 @@ async def migrate(
 
 def _at_head(connection: Connection, script_location: Path, version_table: str) -> bool:
     """Whether the schema is at this chain's heads, read without writing anything (not even
-    Alembic's version table); a revision this version does not know is refused here."""
+    Alembic's version table); a revision this version does not know is refused here.
+
+    Alembic (~0.1 s to import) is only loaded when the quick answer of ``_known_at_head`` is
+    not yes: on a first start, after an upgrade, or to refuse an unknown revision.
+    """
+    if _known_at_head(connection, script_location, version_table):
+        return True
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config(connection, script_location))
     context = MigrationContext.configure(connection, opts={"version_table": version_table})
     current = context.get_current_heads()
@@ -214,6 +228,63 @@ def _at_head(connection: Connection, script_location: Path, version_table: str) 
     if unknown := [found for found in current if found not in known]:
         raise newer_schema_error(unknown[0], heads)
     return set(current) == set(heads)
+
+
+def _known_at_head(connection: Connection, script_location: Path, version_table: str) -> bool:
+    """The version table holds exactly the heads of the chain's scripts (read as text by
+    ``chain_heads``): the common case, answered with one query and no Alembic."""
+    heads = chain_heads(script_location)
+    if heads is None or not connection.dialect.has_table(connection, version_table):
+        return False  # like Alembic, which finds no current revision without the table
+    versions = select(column("version_num", String)).select_from(table(version_table))
+    return set(connection.execute(versions).scalars()) == heads
+
+
+@cache
+def chain_heads(script_location: Path) -> frozenset[str] | None:
+    """The heads of an Alembic chain (revisions no script revises), read from the literal
+    ``revision``/``down_revision`` of its ``versions/*.py`` as Alembic finds them, but without
+    importing Alembic or the scripts. None when a script does not spell them as literals:
+    the caller then asks Alembic."""
+    revises: dict[str, tuple[str, ...]] = {}
+    for path in sorted((script_location / "versions").glob("*.py")):
+        if path.name.startswith((".#", "__init__")):
+            continue
+        found = _literal_assignments(path, ("revision", "down_revision"))
+        revision, down = found.get("revision"), found.get("down_revision", ())
+        parents = (down,) if isinstance(down, str) else () if down is None else down
+        if (
+            not isinstance(revision, str)
+            or "down_revision" not in found
+            or not isinstance(parents, (tuple, list))
+            or not all(isinstance(parent, str) for parent in parents)
+        ):
+            return None
+        revises[revision] = tuple(parents)
+    revised = {parent for parents in revises.values() for parent in parents}
+    return frozenset(revises.keys() - revised)
+
+
+def _literal_assignments(path: Path, names: tuple[str, ...]) -> dict[str, object]:
+    """Module-level ``name = <literal>`` (annotated or not) of a Python file."""
+    try:
+        module = ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[str, object] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in names:
+            try:
+                found[target.id] = ast.literal_eval(value)
+            except (ValueError, TypeError):  # not a literal: its value is not known here
+                found.pop(target.id, None)
+    return found
 
 
 async def upgrade_database(url: str) -> None:
