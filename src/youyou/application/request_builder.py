@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from youyou.domain.bulk import built
 from youyou.domain.content import ContentBlock, ImageBlock, TextBlock
 from youyou.domain.context import VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -37,7 +38,7 @@ def _unsupported(message: str) -> AgentError:
 
 
 def _text(content: str) -> tuple[ContentBlock, ...]:
-    return (TextBlock.model_construct(type="text", text=content),)
+    return (built(TextBlock, {"type": "text", "text": content}),)
 
 
 class ModelMessageCache:
@@ -81,10 +82,13 @@ def _convert_into(result: list[ModelMessage], visible: VisibleMessage) -> bool:
     if isinstance(payload, ToolCall):
         _append_tool_call(
             result,
-            ModelToolCall.model_construct(
-                call_id=payload.call.call_id,
-                tool_name=payload.call.tool_name,
-                arguments=payload.call.effective_arguments,
+            built(
+                ModelToolCall,
+                {
+                    "call_id": payload.call.call_id,
+                    "tool_name": payload.call.tool_name,
+                    "arguments": payload.call.effective_arguments,
+                },
             ),
         )
         return False
@@ -100,8 +104,14 @@ def _append_tool_call(result: list[ModelMessage], call: ModelToolCall) -> None:
         result[-1] = last.model_copy(update={"tool_calls": (*last.tool_calls, call)})
     else:
         result.append(
-            ModelMessage.model_construct(
-                role=ModelMessageRole.ASSISTANT, content=(), tool_call_id=None, tool_calls=(call,)
+            built(
+                ModelMessage,
+                {
+                    "role": ModelMessageRole.ASSISTANT,
+                    "content": (),
+                    "tool_call_id": None,
+                    "tool_calls": (call,),
+                },
             )
         )
 
@@ -118,8 +128,8 @@ def _convert_one(
         content, call_id = _text(payload.result.output.content), payload.result.call_id
     else:
         role, content, call_id = ModelMessageRole.SYSTEM, _text(payload.content), None
-    return ModelMessage.model_construct(
-        role=role, content=content, tool_call_id=call_id, tool_calls=()
+    return built(
+        ModelMessage, {"role": role, "content": content, "tool_call_id": call_id, "tool_calls": ()}
     )
 
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+Model = TypeVar("Model", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
 
 
 @contextmanager
@@ -21,3 +28,19 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def built(model: type[Model], values: dict[str, Any]) -> Model:
+    """``model.model_construct(**values)`` for values the kernel built itself, every field named.
+
+    ``model_construct`` looks up aliases and defaults field by field; this costs a third of it,
+    which counts when a resume converts thousands of messages. Only for plain models: no
+    aliases, defaults left out, private attributes, post-init or extra fields (the tests check
+    that the models built here stay so and that the result equals ``model_construct``'s).
+    """
+    instance = _new(model)
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
