@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from youyou import (
     AgentBuilder,
@@ -60,6 +60,11 @@ class PassThroughStorage:
 
     async def load_head(self, session_id: str) -> SessionHead:
         return await self.inner.load_head(session_id)
+
+    async def load_session(
+        self, session_id: str, events_after: Callable[[SessionHead], int]
+    ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
+        return await self.inner.load_session(session_id, events_after)
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
         return await self.inner.list_sessions(query)

@@ -33,6 +33,7 @@ from youyou.domain.ledger import (
 )
 from youyou.domain.session import (
     SearchMode,
+    SessionHead,
     SessionListQuery,
     SessionSearchQuery,
     SessionSummary,
@@ -238,6 +239,25 @@ class SessionStorageContract:
         assert head.profile == events[0]
         assert head.latest_compaction == more[3]
         assert head.latest_memory_checkpoint == more[1]
+
+    async def test_load_session_reads_the_head_and_the_events_after_the_seq_it_picks(
+        self, storage: SessionStorage
+    ) -> None:
+        events, _ = await append_all(storage, "s-1", [profile(), user("a"), user("b"), user("c")])
+        seen: list[SessionHead] = []
+
+        def after(head: SessionHead) -> int:
+            seen.append(head)
+            return head.last_seq - 2
+
+        head, loaded = await storage.load_session("s-1", after)
+        assert seen == [head] and head == await storage.load_head("s-1")
+        assert list(loaded) == events[2:]
+        head, loaded = await storage.load_session("s-1", lambda head: head.last_seq)
+        assert list(loaded) == []
+        with pytest.raises(AgentError) as exc:
+            await storage.load_session("nope", lambda head: 0)
+        assert_error(exc, ErrorCode.SESSION_NOT_FOUND)
 
     async def test_head_follows_a_newer_profile(self, storage: SessionStorage) -> None:
         _, summary = await append_all(storage, "s-1", [profile("a"), user("hi")])

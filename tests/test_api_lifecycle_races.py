@@ -94,15 +94,17 @@ class GatedModel:
 
 
 class SlowHead(PassThroughStorage):
-    """Resume reads its head through ``gate``."""
+    """Resume reads the session through ``gate``."""
 
     def __init__(self, inner: SqlSessionStorage, gate: Gate) -> None:
         super().__init__(inner)
         self.gate = gate
 
-    async def load_head(self, session_id: str) -> SessionHead:
+    async def load_session(
+        self, session_id: str, events_after: Callable[[SessionHead], int]
+    ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
         await self.gate.wait()
-        return await self.inner.load_head(session_id)
+        return await self.inner.load_session(session_id, events_after)
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ from youyou.domain.ledger_metadata import (
     metadata_event,
     read_metadata,
 )
-from youyou.domain.session import next_summary
+from youyou.domain.session import SessionHead, next_summary
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_INTERRUPTED
 
@@ -164,9 +164,7 @@ class SessionService:
             runtime = self._runtime(
                 session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
             )
-            await self.record(
-                runtime, metadata_event(META_SESSION_PROFILE, pinned)
-            )
+            await self.record(runtime, metadata_event(META_SESSION_PROFILE, pinned))
             try:
                 abort = await kernel.plugins.session_start(session_id, pinned.model_id)
             except AgentError:
@@ -238,7 +236,7 @@ class SessionService:
                 source=ErrorSource.SESSION_SERVICE,
             )
         with self._opening_slot(session_id) as reservation:
-            head = await storage.load_head(session_id)
+            head, events = await storage.load_session(session_id, self._first_needed_seq)
             pinned = read_metadata(head.profile, SessionPinnedConfig)
             assert pinned is not None  # a session's first event is its profile
             policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
@@ -246,19 +244,9 @@ class SessionService:
                 session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
             )
             record = read_metadata(head.latest_compaction, CompactionRecord)
-            checkpoint = read_metadata(
-                head.latest_memory_checkpoint, MemoryCheckpoint
-            ) or MemoryCheckpoint(last_seq=0)
+            checkpoint = _checkpoint(head)
             runtime.last_memory_checkpoint_seq = checkpoint.last_seq
-            boundary = record.replaces_through_seq if record else 0
-            # Extraction needs the events since the checkpoint; without memory they are dead
-            # weight, and resume must not grow with the history behind the compaction.
-            after = (
-                min(boundary, runtime.last_memory_checkpoint_seq)
-                if kernel.memory.enabled
-                else boundary
-            )
-            runtime.events = list(await storage.load_events(session_id, after))
+            runtime.events = list(events)
             runtime.last_seq = head.last_seq
             runtime.summary = head.summary
             with collector_paused():
@@ -279,6 +267,17 @@ class SessionService:
             await self._load_bootstrap(runtime)
             kernel.control.commit(reservation, runtime)
             return runtime
+
+    def _first_needed_seq(self, head: SessionHead) -> int:
+        """Resume reads the events after this seq: those after the latest compaction, and
+        with memory on also those since the memory checkpoint (extraction needs them). Without
+        memory they are dead weight: resume must not grow with the history behind a compaction.
+        """
+        record = read_metadata(head.latest_compaction, CompactionRecord)
+        boundary = record.replaces_through_seq if record else 0
+        if not self._kernel.memory.enabled:
+            return boundary
+        return min(boundary, _checkpoint(head).last_seq)
 
     async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
@@ -411,3 +410,7 @@ class SessionService:
 
 _INTERRUPTED_OUTPUT = synthetic_output(SyntheticReason.INTERRUPTED_BEFORE_RESULT, TOOL_INTERRUPTED)
 
+
+def _checkpoint(head: SessionHead) -> MemoryCheckpoint:
+    found = read_metadata(head.latest_memory_checkpoint, MemoryCheckpoint)
+    return found or MemoryCheckpoint(last_seq=0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from youyou.domain.ledger import LedgerEvent
@@ -29,6 +29,14 @@ class SessionStorage(Protocol):
 
     async def load_head(self, session_id: str) -> SessionHead:
         """What resume needs before reading events; raise SESSION_NOT_FOUND if unknown."""
+        ...
+
+    async def load_session(
+        self, session_id: str, events_after: Callable[[SessionHead], int]
+    ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
+        """The head and the events ``events_after(head) < seq <= head.last_seq``, read together
+        (one transaction where the backend has them): resume in one round of reads. Raise
+        SESSION_NOT_FOUND if unknown."""
         ...
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage: ...

@@ -5,7 +5,7 @@ storage keeps them, so callers can never mutate what was "persisted".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from youyou.adapters.storage.catalog import (
@@ -85,6 +85,12 @@ class InMemorySessionStorage:
             latest_memory_checkpoint=latest.get(HeadSlot.CHECKPOINT),
             latest_memory_mode=latest.get(HeadSlot.MEMORY_MODE),
         )
+
+    async def load_session(
+        self, session_id: str, events_after: Callable[[SessionHead], int]
+    ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
+        head = await self.load_head(session_id)  # no await in between: nothing interleaves
+        return head, await self.load_events(session_id, events_after(head))
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
         check_limit(query.limit)

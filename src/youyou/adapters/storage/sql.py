@@ -7,12 +7,12 @@ database-level uniqueness guarantee behind that guard.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Dialect, Row, Select, and_, bindparam, delete, select, tuple_, union
+from sqlalchemy import Dialect, Integer, Select, and_, bindparam, delete, or_, select, tuple_, union
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
@@ -69,13 +69,28 @@ _SUMMARY_COLUMNS = (
 )
 _EVENT_COLUMNS = (ledger_events.c.event_json, ledger_events.c.schema_version)
 _NEWEST_FIRST = (sessions.c.updated_at.desc(), sessions.c.id.desc())
-_EVENTS_AFTER = (
+# ``through_seq`` NULL: no upper bound.
+_EVENTS_BETWEEN = (
     select(*_EVENT_COLUMNS)
     .where(
         ledger_events.c.session_id == bindparam("session_id"),
         ledger_events.c.seq > bindparam("after_seq"),
+        or_(
+            bindparam("through_seq", type_=Integer).is_(None),
+            ledger_events.c.seq <= bindparam("through_seq", type_=Integer),
+        ),
     )
     .order_by(ledger_events.c.seq)
+)
+_HEAD = select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *SLOT_COLUMNS.values()).where(
+    sessions.c.id == bindparam("session_id")
+)
+_HEAD_NAMES = tuple(column.name for column in _HEAD.selected_columns)
+_SLOT_NAMES = tuple(column.name for column in SLOT_COLUMNS.values())
+# The head's metadata events; a slot that is NULL matches nothing.
+_SLOT_EVENTS = select(*_EVENT_COLUMNS, ledger_events.c.seq).where(
+    ledger_events.c.session_id == bindparam("session_id"),
+    ledger_events.c.seq.in_([bindparam(name, type_=Integer) for name in _SLOT_NAMES]),
 )
 
 
@@ -137,16 +152,18 @@ class SqlSessionStorage:
                 raise seq_conflict(action)
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
-        values = {"session_id": session_id, "after_seq": after_seq}
         async with self._transaction(f"loading session {session_id!r}") as conn:
-            rows: Sequence[tuple[str, int]]
-            if self._postgresql:
-                rows = [tuple(row) for row in await conn.execute(_EVENTS_AFTER, values)]
-            else:  # plain tuples in one trip to aiosqlite's thread
-                rows = await _sqlite_events_after(self._engine.dialect).run(conn, values)
-            if not rows:
-                await self._require_session(conn, session_id)
+            rows = await self._event_rows(conn, session_id, after_seq, None)
         return decode_events(rows)
+
+    async def _event_rows(
+        self, conn: AsyncConnection, session_id: str, after_seq: int, through_seq: int | None
+    ) -> Sequence[tuple[str, int]]:
+        values = {"session_id": session_id, "after_seq": after_seq, "through_seq": through_seq}
+        rows = await self._rows(conn, _EVENTS_BETWEEN, values)
+        if not rows and through_seq is None:
+            await self._require_session(conn, session_id)
+        return rows
 
     async def last_seq(self, session_id: str) -> int:
         """The newest seq, one indexed read: a process holding a session open compares it with
@@ -163,40 +180,44 @@ class SqlSessionStorage:
     async def load_head(self, session_id: str) -> SessionHead:
         action = f"loading the head of session {session_id!r}"
         async with self._transaction(action) as conn:
-            head = (
-                await conn.execute(
-                    select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *SLOT_COLUMNS.values()).where(
-                        sessions.c.id == session_id
-                    )
-                )
-            ).one_or_none()
-            if head is None:
-                raise session_not_found(session_id)
-            slots = (
-                head.profile_seq,
-                head.compaction_seq,
-                head.checkpoint_seq,
-                head.memory_mode_seq,
-            )
-            seqs = [seq for seq in slots if seq is not None]
-            rows = (
-                await conn.execute(
-                    select(*_EVENT_COLUMNS, ledger_events.c.seq).where(
-                        ledger_events.c.session_id == session_id, ledger_events.c.seq.in_(seqs)
-                    )
-                )
-            ).all()
-        events = {row.seq: decode_event(row.event_json, row.schema_version) for row in rows}
-        if head.profile_seq not in events:
+            return await self._head(conn, session_id, action)
+
+    async def load_session(
+        self, session_id: str, events_after: Callable[[SessionHead], int]
+    ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
+        action = f"loading session {session_id!r}"
+        async with self._transaction(action) as conn:
+            head = await self._head(conn, session_id, action)
+            rows = await self._event_rows(conn, session_id, events_after(head), head.last_seq)
+        return head, decode_events(rows)
+
+    async def _head(self, conn: AsyncConnection, session_id: str, action: str) -> SessionHead:
+        found = await self._rows(conn, _HEAD, {"session_id": session_id})
+        if not found:
+            raise session_not_found(session_id)
+        head = dict(zip(_HEAD_NAMES, found[0], strict=True))
+        slots = {name: head[name] for name in _SLOT_NAMES}
+        rows = await self._rows(conn, _SLOT_EVENTS, {"session_id": session_id, **slots})
+        events = {seq: decode_event(document, version) for document, version, seq in rows}
+        if head["profile_seq"] not in events:
             raise storage_error(f"{action}: the session has no session_profile event")
         return SessionHead(
             summary=_summary(head),
-            last_seq=head.last_seq,
-            profile=events[head.profile_seq],
-            latest_compaction=events.get(head.compaction_seq),
-            latest_memory_checkpoint=events.get(head.checkpoint_seq),
-            latest_memory_mode=events.get(head.memory_mode_seq),
+            last_seq=head["last_seq"],
+            profile=events[head["profile_seq"]],
+            latest_compaction=events.get(head["compaction_seq"]),
+            latest_memory_checkpoint=events.get(head["checkpoint_seq"]),
+            latest_memory_mode=events.get(head["memory_mode_seq"]),
         )
+
+    async def _rows(
+        self, conn: AsyncConnection, statement: Select[Any], values: dict[str, Any]
+    ) -> Sequence[tuple[Any, ...]]:
+        """Rows as tuples: on SQLite in one trip to aiosqlite's thread, with SQLAlchemy's own
+        result processing (dates) applied to the columns that need it."""
+        if self._postgresql:
+            return [tuple(row) for row in await conn.execute(statement, values)]
+        return await _sqlite_statement(statement, self._engine.dialect).run(conn, values)
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
         check_limit(query.limit)
@@ -207,7 +228,7 @@ class SqlSessionStorage:
             stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
         async with self._transaction("listing sessions") as conn:
             rows = (await conn.execute(stmt)).all()
-        return page_of([_summary(row) for row in rows], query.limit)
+        return page_of([_summary(row._mapping) for row in rows], query.limit)
 
     async def find_sessions(
         self, query: SessionSearchQuery, limit: int
@@ -215,7 +236,7 @@ class SqlSessionStorage:
         check_limit(limit)
         async with self._transaction("searching sessions") as conn:
             rows = (await conn.execute(_search(query, limit))).all()
-        return [_summary(row) for row in rows]
+        return [_summary(row._mapping) for row in rows]
 
     async def delete_session(self, session_id: str) -> None:
         async with self._transaction(f"deleting session {session_id!r}", write=True) as conn:
@@ -260,8 +281,8 @@ def _upsert_session(postgresql_dialect: bool, slot: HeadSlot | None) -> Executab
 
 
 @cache
-def _sqlite_events_after(dialect: Dialect) -> DriverStatement:
-    return DriverStatement.compile(_EVENTS_AFTER, dialect)
+def _sqlite_statement(statement: Select[Any], dialect: Dialect) -> DriverStatement:
+    return DriverStatement.compile(statement, dialect)
 
 
 @cache
@@ -320,11 +341,11 @@ def _search(query: SessionSearchQuery, limit: int) -> Select[Any]:
     return select(either).order_by(either.c.updated_at.desc(), either.c.id.desc()).limit(limit)
 
 
-def _summary(row: Row[*tuple[Any, ...]]) -> SessionSummary:
+def _summary(row: Mapping[Any, Any]) -> SessionSummary:
     return SessionSummary(
-        session_id=row.id,
-        title=row.title,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        message_count=row.message_count,
+        session_id=row["id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        message_count=row["message_count"],
     )

@@ -4,7 +4,8 @@ aiosqlite runs every call on its connection's own thread, and SQLAlchemy makes t
 each statement (open a cursor, execute, close it). On an append, those trips cost more than
 SQLite's own work. A ``DriverStatement`` is the SQL and bind processing SQLAlchemy compiles for
 the same statement, run with ``execute_fetchall`` (execute and fetch in one call) on the
-connection of the caller's SQLAlchemy transaction, so it commits or rolls back with it. Driver
+connection of the caller's SQLAlchemy transaction, so it commits or rolls back with it. Rows
+come back as tuples with SQLAlchemy's result processing applied (text to ``datetime``). Driver
 errors are wrapped as SQLAlchemy would wrap them, so they map to storage errors the same way.
 """
 
@@ -13,13 +14,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.selectable import ReturnsRows
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,16 +27,22 @@ class DriverStatement:
     sql: str
     names: tuple[str, ...]
     processors: tuple[Callable[[Any], Any] | None, ...]
+    # Per returned column; empty when no column needs processing.
+    results: tuple[Callable[[Any], Any] | None, ...] = ()
 
     @classmethod
-    def compile(cls, statement: ClauseElement, dialect: Dialect) -> DriverStatement:
-        compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
+    def compile(cls, statement: ReturnsRows, dialect: Dialect) -> DriverStatement:
+        compiled = statement.compile(dialect=dialect)
         names = tuple(compiled.positiontup or ())
         processors = tuple(
             compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
             for name in names
         )
-        return cls(compiled.string, names, processors)
+        results = tuple(
+            column.type.dialect_impl(dialect).result_processor(dialect, None)
+            for column in statement.exported_columns
+        )
+        return cls(compiled.string, names, processors, results if any(results) else ())
 
     def parameters(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(
@@ -49,6 +55,12 @@ class DriverStatement:
         driver = (await conn.get_raw_connection()).driver_connection
         parameters = self.parameters(values)
         try:
-            return list(await driver.execute_fetchall(self.sql, parameters))  # type: ignore[union-attr]
+            rows = await driver.execute_fetchall(self.sql, parameters)  # type: ignore[union-attr]
         except sqlite3.Error as exc:
             raise DBAPIError.instance(self.sql, parameters, exc, sqlite3.Error) from exc
+        if not self.results:
+            return list(rows)
+        return [
+            tuple(v if p is None else p(v) for v, p in zip(row, self.results, strict=True))
+            for row in rows
+        ]
