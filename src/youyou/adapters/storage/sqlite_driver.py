@@ -53,14 +53,19 @@ class DriverStatement:
     async def run(self, conn: AsyncConnection, values: Mapping[str, Any]) -> Sequence[Any]:
         """Execute in ``conn``'s transaction; the rows it returns (RETURNING), if any."""
         driver = (await conn.get_raw_connection()).driver_connection
-        parameters = self.parameters(values)
-        try:
-            rows = await driver.execute_fetchall(self.sql, parameters)  # type: ignore[union-attr]
-        except sqlite3.Error as exc:
-            raise DBAPIError.instance(self.sql, parameters, exc, sqlite3.Error) from exc
+        rows = await driver_execute(driver, self.sql, self.parameters(values))
         if not self.results:
             return list(rows)
         return [
             tuple(v if p is None else p(v) for v, p in zip(row, self.results, strict=True))
             for row in rows
         ]
+
+
+async def driver_execute(driver: Any, sql: str, parameters: tuple[Any, ...] = ()) -> Sequence[Any]:
+    """``sql`` on an aiosqlite connection in one trip, its rows fetched; a driver error is
+    raised as the ``DBAPIError`` SQLAlchemy would have raised for it."""
+    try:
+        return list(await driver.execute_fetchall(sql, parameters))
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(sql, parameters, exc, sqlite3.Error) from exc
