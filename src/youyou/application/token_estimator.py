@@ -147,7 +147,12 @@ class ContextTokenEstimator:
         by_seq = self._by_seq  # a count that turns exact part-way is stored in the old cache
         cached = by_seq.get(vm.source_seq)
         if cached is None:
-            cached = by_seq[vm.source_seq] = self._count(self._countable(vm.message))
+            text = _only_text(vm.message)
+            if text is not None and self._exact:  # most messages: one text block, no images
+                cached = MESSAGE_OVERHEAD_TOKENS + self._counter.count_text(text)
+            else:
+                cached = self._count(self._countable(vm.message))
+            by_seq[vm.source_seq] = cached
         return cached
 
     def _count(self, countable: _Countable) -> int:
@@ -177,9 +182,8 @@ class ContextTokenEstimator:
 
     def _countable(self, message: VisiblePayload) -> _Countable:
         if isinstance(message, UserMessage | AssistantMessage):
-            content = message.content
-            if len(content) == 1 and isinstance(content[0], TextBlock):  # most messages
-                return _Countable((content[0].text,), 0)
+            if (text := _only_text(message)) is not None:
+                return _Countable((text,), 0)
             texts: list[str] = []
             images = 0
             for block in message.content:
@@ -198,3 +202,12 @@ class ContextTokenEstimator:
         if isinstance(message, ToolResult):
             return _Countable((message.result.output.content,), 0)
         return _Countable((message.content,), 0)
+
+
+def _only_text(message: VisiblePayload) -> str | None:
+    """The text of a user or assistant message made of one text block, else None."""
+    if isinstance(message, UserMessage | AssistantMessage):
+        content = message.content
+        if len(content) == 1 and isinstance(block := content[0], TextBlock):
+            return block.text
+    return None
