@@ -94,7 +94,10 @@ def _convert_into(result: list[ModelMessage], visible: VisibleMessage) -> bool:
         return False
     message = _convert_one(payload)
     result.append(message)
-    return any(isinstance(block, ImageBlock) for block in message.content)
+    for block in message.content:  # a loop: any() over a generator costs more per message
+        if isinstance(block, ImageBlock):
+            return True
+    return False
 
 
 def _append_tool_call(result: list[ModelMessage], call: ModelToolCall) -> None:
