@@ -13,11 +13,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
-from youyou.adapters.memory.sql_base import SqlMemoryStorage
 from youyou.adapters.providers.factory import build_providers
 from youyou.adapters.settings import Settings
 from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
@@ -30,6 +29,10 @@ from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.tool import ToolHandler
+
+if TYPE_CHECKING:
+    from youyou.adapters.knowledge import KnowledgeBase
+    from youyou.adapters.memory.sql_base import SqlMemoryStorage
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +115,8 @@ async def build_agent_from_settings(
     knowledge_base: KnowledgeBase | None = None
     try:
         if knowledge or settings.knowledge:
+            from youyou.adapters.knowledge import KnowledgeBase  # only then: ~0.02 s to import
+
             knowledge_base = await KnowledgeBase.open(session_storage.engine, settings.knowledge)
         if settings.memory.enabled:
             memory_storage = await open_memory_storage(url)

@@ -15,7 +15,6 @@ from typing import Any, Protocol, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -202,6 +201,8 @@ class RichTurnView:
     def _flush_text(self, *, everything: bool) -> None:
         done, self._text = (self._text, "") if everything else split_complete(self._text)
         if done.strip():
+            from rich.markdown import Markdown  # ~0.04 s (markdown-it, pygments): when needed
+
             self._print(Markdown(done))
 
     def _flush_reasoning(self, *, everything: bool) -> None:

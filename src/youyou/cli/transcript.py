@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
@@ -130,6 +129,8 @@ def _blocks_text(blocks: Sequence[ContentBlock]) -> str:
 
 def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
     """Messages in ledger order, tool calls under their turn, compaction boundaries marked."""
+    from rich.markdown import Markdown  # ~0.04 s: not for a ``youyou chat`` that shows none
+
     for event in events:
         payload = event.payload
         if isinstance(payload, UserMessage):

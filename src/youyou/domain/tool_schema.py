@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import Draft202012Validator, validator_for
+from typing import TYPE_CHECKING, Any
 
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 # Enough for every registered tool plus per-turn tools; past it the oldest entry is dropped.
 _CACHE_SIZE = 512
@@ -35,28 +35,41 @@ def compiled_schema(tool_name: str, schema: Mapping[str, Any]) -> Validator:
         key = json.dumps(schema, sort_keys=True, allow_nan=False)
         validator = _compiled.get(key)
         if validator is None:
-            validator = _compile(copy.deepcopy(dict(schema)))
+            validator = _compile(tool_name, copy.deepcopy(dict(schema)))
             if len(_compiled) >= _CACHE_SIZE:
                 del _compiled[next(iter(_compiled))]
             _compiled[key] = validator
         return validator
     except (TypeError, ValueError) as exc:
         problem = f"it is not JSON ({exc})"
+    raise _invalid_schema(tool_name, problem)
+
+
+def _compile(tool_name: str, schema: dict[str, Any]) -> Validator:
+    """Compiled from the schema as written, so problems come in the author's order.
+
+    jsonschema (~0.04 s to import) is loaded here, when the first schema is checked.
+    """
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    cls = validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
     except SchemaError as err:
         problem = f"{_where(err.absolute_path, 'at')}{err.message}"
-    raise AgentError(
+    else:
+        validator: Validator = cls(schema)
+        return validator
+    raise _invalid_schema(tool_name, problem)
+
+
+def _invalid_schema(tool_name: str, problem: str) -> AgentError:
+    return AgentError(
         ErrorCode.INVALID_CONFIG,
         f"tool {tool_name!r} has an invalid parameters_schema: {problem}",
         source=ErrorSource.TOOL,
     )
-
-
-def _compile(schema: dict[str, Any]) -> Validator:
-    """Compiled from the schema as written, so problems come in the author's order."""
-    cls = validator_for(schema, default=Draft202012Validator)
-    cls.check_schema(schema)
-    validator: Validator = cls(schema)
-    return validator
 
 
 def argument_problems(validator: Validator, arguments: Mapping[str, Any]) -> list[str]:

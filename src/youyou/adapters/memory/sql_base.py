@@ -25,14 +25,13 @@ from sqlalchemy import (
     delete,
     select,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.memory.text_index import index_text
 from youyou.adapters.storage.engine import create_engine, ensure_tables, transaction
-from youyou.adapters.storage.tables import UtcDateTime
+from youyou.adapters.storage.tables import UtcDateTime, upsert_statement
 from youyou.domain.memory import Memory
 
 metadata = MetaData()
@@ -135,8 +134,7 @@ class SqlMemoryStorage(abc.ABC):
 
     def _upsert(self, rows: list[dict[str, Any]]) -> Executable:
         """Same content: only ``updated_at`` moves; new content: content, provenance, time."""
-        insert = sqlite.insert if self.engine.dialect.name == "sqlite" else postgresql.insert
-        stmt = insert(memories).values(rows)
+        stmt = upsert_statement(self.engine.dialect.name, memories).values(rows)
         new = stmt.excluded
         same = memories.c.content == new.content
         keep_if_same = {

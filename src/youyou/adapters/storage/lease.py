@@ -13,12 +13,11 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from sqlalchemy import bindparam, case, delete, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.engine import transaction
-from youyou.adapters.storage.tables import session_leases
+from youyou.adapters.storage.tables import session_leases, upsert_statement
 from youyou.ports.session_lease import LeaseState
 
 __all__ = ["LeaseState", "SqlSessionLeases"]
@@ -33,9 +32,8 @@ def _utc_now() -> datetime:
 @cache
 def _acquire(postgresql_dialect: bool) -> Executable:
     """Built once per dialect (``excluded`` is costly to build), parameters bound when run."""
-    stmt: postgresql.Insert | sqlite.Insert = (
-        postgresql.insert(session_leases) if postgresql_dialect else sqlite.insert(session_leases)
-    ).values(
+    insert = upsert_statement("postgresql" if postgresql_dialect else "sqlite", session_leases)
+    stmt = insert.values(
         session_id=bindparam("session_id"),
         holder=bindparam("holder"),
         acquired_at=bindparam("now"),

@@ -13,7 +13,6 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Dialect, Integer, Select, and_, bindparam, delete, or_, select, tuple_, union
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 
@@ -43,7 +42,7 @@ from youyou.adapters.storage.engine import (
 from youyou.adapters.storage.errors import session_not_found, storage_error
 from youyou.adapters.storage.lease import SqlSessionLeases
 from youyou.adapters.storage.sqlite_driver import DriverStatement
-from youyou.adapters.storage.tables import ledger_events, sessions
+from youyou.adapters.storage.tables import ledger_events, sessions, upsert_statement
 from youyou.domain.ledger import LedgerEvent
 from youyou.domain.session import (
     SearchMode,
@@ -270,9 +269,10 @@ def _upsert_session(postgresql_dialect: bool, slot: HeadSlot | None) -> Executab
     pointer of ``slot``. Built once per dialect and slot, parameters bound at execution:
     building ``excluded`` for every append cost more than the rest of the append."""
     names = [*_SESSION_ROW_COLUMNS, *([SLOT_COLUMNS[slot].name] if slot else [])]
-    stmt: postgresql.Insert | sqlite.Insert = (
-        postgresql.insert(sessions) if postgresql_dialect else sqlite.insert(sessions)
-    ).values({name: bindparam(name) for name in ["id", *names]})
+    dialect = "postgresql" if postgresql_dialect else "sqlite"
+    stmt = upsert_statement(dialect, sessions).values(
+        {name: bindparam(name) for name in ["id", *names]}
+    )
     return stmt.on_conflict_do_update(
         index_elements=[sessions.c.id],
         set_={name: stmt.excluded[name] for name in names},
