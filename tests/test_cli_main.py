@@ -93,6 +93,24 @@ def test_python_dash_m_youyou_runs_the_same_app(cli: Cli) -> None:
         assert command in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (("--help",), "([[knowledge]])"),
+        (("kb", "--help"), "[[knowledge]] directories"),
+        (("mcp", "--help"), "[[mcp_servers]] entry"),
+        (("chat", "--help"), "[agent].default_model"),
+    ],
+)
+def test_help_names_configuration_tables_verbatim(
+    cli: Cli, command: tuple[str, ...], shown: str
+) -> None:
+    """Help is Rich markup: an unescaped [[knowledge]] was swallowed as a style tag."""
+    result = cli.run(*command)
+    assert result.returncode == 0
+    assert shown in " ".join(result.stdout.split())
+
+
 def test_a_database_from_a_newer_youyou_is_one_clear_error_and_stays_unchanged(
     cli: Cli,
 ) -> None:

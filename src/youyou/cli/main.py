@@ -34,7 +34,9 @@ mcp_app = typer.Typer(help="MCP servers whose tools the model may call.", no_arg
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
-kb_app = typer.Typer(help="The runbook knowledge base ([[knowledge]]).", no_args_is_help=True)
+# Help text is Rich markup: a configuration table such as [[knowledge]] is written \\[\\[...]],
+# or Rich takes it for a style tag and drops it.
+kb_app = typer.Typer(help="The runbook knowledge base (\\[\\[knowledge]]).", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 
 ConfigOption = Annotated[
@@ -87,7 +89,7 @@ def chat(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", help="Model id for a new session (default: [agent].default_model)."
+            "--model", help="Model id for a new session (default: \\[agent].default_model)."
         ),
     ] = None,
     skills: Annotated[
@@ -263,7 +265,7 @@ def db_upgrade(config: ConfigOption = None) -> None:
 
 @mcp_app.command("list")
 def mcp_list(config: ConfigOption = None) -> None:
-    """Start each [[mcp_servers]] entry and show its tools, or why it does not start."""
+    """Start each \\[\\[mcp_servers]] entry and show its tools, or why it does not start."""
     from youyou.cli.mcp_command import run_mcp_list
 
     _run(run_mcp_list(config))
@@ -271,7 +273,7 @@ def mcp_list(config: ConfigOption = None) -> None:
 
 @kb_app.command("index")
 def kb_index(config: ConfigOption = None) -> None:
-    """Index the [[knowledge]] directories again: only files whose content changed."""
+    """Index the \\[\\[knowledge]] directories again: only files whose content changed."""
     from youyou.cli.kb_command import run_kb_index
 
     _run(run_kb_index(config))
