@@ -342,7 +342,7 @@ def test_dropped_connection_reattaches_after_the_last_event(
     )
     expect(answer(page)).to_have_text(re.compile("alpha beta gamma omega$"))
     expect(page.get_by_role("button", name="Send")).to_be_visible()
-    assert f"GET /chat/sessions/{session['id']}/stream HTTP/1.1\" 200" in wb.server.log()
+    assert f'GET /chat/sessions/{session["id"]}/stream HTTP/1.1" 200' in wb.server.log()
 
 
 def test_draft_survives_reload_per_session_until_sent(
@@ -418,6 +418,29 @@ def test_attachments_are_checked_and_sent_as_content_blocks(
     body = json.dumps(wb.model.requests[-1].json)
     assert "disk at 99%" in body
     assert "data:image/png;base64," in body
+
+
+def test_attaching_waits_until_the_session_has_loaded(
+    start_workbench: StartWorkbench, open_page: OpenPage
+) -> None:
+    """A file attached while a session loads was dropped when the session arrived."""
+    wb = start_workbench()
+    api = wb.user("ria")
+    first, second = api.new_session(), api.new_session()
+    page = open_page(f"{wb.url}/#/chat/{first['id']}", user=api)
+    attach = page.get_by_role("button", name="Attach file")
+    expect(attach).to_be_enabled()
+    held: list[Any] = []
+    page.route(f"**/chat/sessions/{second['id']}/messages", lambda route: held.append(route))
+    page.evaluate("id => { location.hash = `#/chat/${id}`; }", second["id"])
+    expect(attach).to_be_disabled()
+    assert len(held) == 1
+    held[0].continue_()
+    expect(attach).to_be_enabled()
+    with page.expect_file_chooser() as chooser:
+        attach.click()
+    chooser.value.set_files([payload("notes.log", "text/plain", b"disk at 99%\n")])
+    expect(page.get_by_role("button", name="Remove attachment notes.log")).to_be_visible()
 
 
 def test_session_list_searches_and_loads_more_on_scroll(

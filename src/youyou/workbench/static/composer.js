@@ -76,6 +76,7 @@ export class Composer {
         this.picker.value = "";
       },
     });
+    this.attachButton = h("button", { type: "button", class: "ghost", onclick: () => this.picker.click() }, t("attachFile"));
     this.sendButton = h("button", { type: "submit", class: "primary" }, t("send"));
     this.stopButton = h(
       "button",
@@ -109,7 +110,7 @@ export class Composer {
         "div",
         { class: "composer-actions" },
         this.picker,
-        h("button", { type: "button", class: "ghost", onclick: () => this.picker.click() }, t("attachFile")),
+        this.attachButton,
         h("span", { class: "hint" }, t("composerHint")),
         this.stopButton,
         this.sendButton,
@@ -117,15 +118,18 @@ export class Composer {
     );
   }
 
-  /** No typing until the session is there: its draft would replace what was typed. */
+  /** No typing or attaching until the session is there: its draft and its empty attachment
+   * list would replace what was typed or attached meanwhile. */
   setLoading() {
     this.draftKey = null;
     this.input.disabled = true;
+    this.attachButton.disabled = true;
   }
 
   /** A new session: its draft, the selected skills and the session's model. */
   setContext({ draftKey, skills, model }) {
     this.input.disabled = false;
+    this.attachButton.disabled = false;
     this.draftKey = draftKey;
     this.skills = skills;
     this.model = model;
@@ -308,6 +312,7 @@ export class Composer {
   }
 
   async addFiles(files) {
+    if (this.input.disabled) return; // dropped or pasted while the session loads
     for (const file of files) {
       try {
         const block = await this.check(file);
