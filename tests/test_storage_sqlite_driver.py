@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage import engine as engine_module
 from youyou.adapters.storage.engine import create_engine, migrate, transaction
-from youyou.adapters.storage.sqlite_driver import DriverStatement
+from youyou.adapters.storage.sqlite_driver import DriverStatement, compiled_statement
 from youyou.adapters.storage.tables import sessions
 from youyou.domain.errors import AgentError, ErrorCode
 
@@ -85,3 +85,22 @@ async def test_a_failed_write_leaves_no_transaction_open_in_the_pool(engine: Asy
     other_process_writing(engine).close()  # the lock is free: nothing was left open
     async with transaction(engine, "reading") as conn:
         assert (await conn.execute(select(sessions.c.id))).all() == []
+
+
+async def test_a_statement_is_compiled_once_for_every_engine_of_the_same_kind(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    query = select(sessions.c.id).where(sessions.c.id == bindparam("id"))
+    other = create_engine(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        await migrate(other)
+        for each in (engine, other):
+            async with transaction(each, "reading") as conn:  # the dialect learns its version
+                await conn.execute(select(1))
+        first = compiled_statement(query, engine.dialect)
+        assert compiled_statement(query, other.dialect) is first
+        assert first.sql == DriverStatement.compile(query, other.dialect).sql
+        async with transaction(other, "reading") as conn:
+            assert await first.run(conn, {"id": "s-1"}) == []
+    finally:
+        await other.dispose()

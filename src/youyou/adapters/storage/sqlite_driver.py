@@ -62,6 +62,20 @@ class DriverStatement:
         ]
 
 
+_COMPILED: dict[tuple[Any, ...], DriverStatement] = {}
+
+
+def compiled_statement(statement: ReturnsRows, dialect: Dialect) -> DriverStatement:
+    """``statement`` compiled once per process for each kind of dialect (class, paramstyle,
+    SQLite version), not once per engine: each storage opened (every CLI command, every
+    reopen) otherwise paid SQLAlchemy's compiler again, ~1 ms a statement on this machine."""
+    key = (statement, type(dialect), dialect.paramstyle, dialect.server_version_info)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = DriverStatement.compile(statement, dialect)
+    return found
+
+
 async def driver_execute(driver: Any, sql: str, parameters: tuple[Any, ...] = ()) -> Sequence[Any]:
     """``sql`` on an aiosqlite connection in one trip, its rows fetched; a driver error is
     raised as the ``DBAPIError`` SQLAlchemy would have raised for it."""
