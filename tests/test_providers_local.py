@@ -29,11 +29,16 @@ if os.environ.get("CI") and importlib.util.find_spec("llama_cpp") is None:
 pytest.importorskip("llama_cpp", reason="optional extra 'local' (llama-cpp-python) not installed")
 
 from fakes.chat import cancel_after_first_text, collect
+from youyou import AgentBuilder, AgentConfig, OutcomeStatus
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
+from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.cancel import CancellationToken
-from youyou.domain.content import TextBlock
+from youyou.domain.content import TextBlock, text_of
+from youyou.domain.errors import ErrorCode
+from youyou.domain.events import TextDeltaEvent
+from youyou.domain.ledger import AssistantMessage, MessageStatus
 from youyou.domain.model import (
     ChatError,
     ChatEvent,
@@ -336,3 +341,46 @@ async def test_cancel_against_llama_cpp_server_then_serve_again(llama_server: st
     assert events[-1] == Done(finish_reason=FinishReason.CANCELLED)
     assert_answer(await collect(provider, ask("Say yes.", 4)), 4, usage=False)
     await provider.close()
+
+
+async def test_a_worker_killed_mid_answer_fails_that_turn_and_the_next_turn_answers(
+    tmp_path: Path,
+) -> None:
+    """Through the kernel: the crash is a provider error with the partial answer kept as
+    incomplete, and the session's next turn gets an answer from a new worker."""
+    provider = LocalLlamaProvider(provider_id="local", models=[MODEL], n_ctx=2048)
+    storage = await SqlSessionStorage.open(f"sqlite+aiosqlite:///{tmp_path / 'y.db'}")
+    agent = await (
+        AgentBuilder(AgentConfig(default_model="smollm2"))
+        .register_model_provider(provider)
+        .register_session_storage(storage)
+        .build()
+    )
+    try:
+        session = await agent.new_session()
+        running = await session.send_message("Write a long story about a cat.")
+        killed: int | None = None
+        async for event in running.events:
+            if isinstance(event.payload, TextDeltaEvent) and killed is None:
+                killed = provider.worker_pid
+                assert killed is not None
+                os.kill(killed, signal.SIGKILL)
+        outcome = await running.join()
+        assert killed is not None
+        assert outcome.status is OutcomeStatus.FAILED
+        assert outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
+        stored = [
+            e.payload
+            for e in await storage.load_events(session.session_id)
+            if isinstance(e.payload, AssistantMessage)
+        ]
+        assert [m.status for m in stored] == [MessageStatus.INCOMPLETE]
+        assert text_of(stored[0].content).strip()
+
+        second = await (await session.send_message("Say yes.")).join()
+        assert second.status is OutcomeStatus.COMPLETED, second.error
+        assert provider.worker_pid not in (None, killed)
+    finally:
+        await agent.shutdown()
+        await storage.close()
+        await provider.close()
