@@ -477,3 +477,33 @@ def test_explicit_skill_injects_its_body_for_that_request_only(
     assert len(wb.model.requests) == requests
     assert len(api.data("GET", f"/chat/sessions/{session['id']}/messages")) == 4
     assert api.data("GET", f"/chat/sessions/{session['id']}")["messageCount"] == 4
+
+
+PLAIN_MODEL = (
+    '[[providers]]\nid = "plain"\ntype = "openai"\nbase_url = "{url}"\nmax_attempts = 1\n\n'
+    '[[providers.models]]\nid = "plain-model"\ncontext_window = 128000\n'
+    'capabilities = ["streaming"]\n'
+)
+
+
+def test_a_model_without_tool_use_answers_without_tools_and_explicit_skills_still_work(
+    start_workbench: StartWorkbench, fake_model: Any
+) -> None:
+    wb = start_workbench(extra=PLAIN_MODEL.format(url=fake_model.base_url))
+    api = wb.user("noa")
+    models = {m["id"]: m for m in api.data("GET", "/chat/models")}
+    assert "tool_use" not in models["plain-model"]["capabilities"]
+    skill = add_skill(api, "log-analysis", "Analyse application logs.")
+    select(api, selected_prompt(api), [skill["id"]])
+    session = api.new_session(modelId="plain-model")
+
+    frames = api.send(session["id"], "what time is it?")
+    assert frames[-1].event == "turn_complete", frames
+    assert "tools" not in wb.model.requests[-1].json
+    assert "load_skill" not in system_message(wb)  # no catalog that points at a missing tool
+
+    frames = api.send(session["id"], "/log-analysis why 500s on api-7?")
+    assert frames[-1].event == "turn_complete", frames
+    request = wb.model.requests[-1].json
+    assert "tools" not in request
+    assert "BODY-MARKER" in json.dumps(request["messages"])

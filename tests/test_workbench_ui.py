@@ -443,6 +443,26 @@ def test_attaching_waits_until_the_session_has_loaded(
     expect(page.get_by_role("button", name="Remove attachment notes.log")).to_be_visible()
 
 
+def test_a_model_without_tool_use_is_said_to_have_no_tools(
+    start_workbench: StartWorkbench, open_page: OpenPage, fake_model: Any
+) -> None:
+    plain = (
+        '[[providers]]\nid = "plain"\ntype = "openai"\nbase_url = "{url}"\n\n'
+        '[[providers.models]]\nid = "plain-model"\ndisplay_name = "Plain"\ncontext_window = 128000\n'
+        'capabilities = ["streaming"]\n'
+    )
+    wb = start_workbench(extra=plain.format(url=fake_model.base_url))
+    api = wb.user("uma")
+    tooled = api.new_session(modelId="fake-model")
+    plain_session = api.new_session(modelId="plain-model")
+    page = open_page(f"{wb.url}/#/chat/{plain_session['id']}", user=api)
+    region = page.get_by_role("region", name="Conversation")
+    expect(region).to_contain_text("Plain · tools unavailable with this model")
+    page.evaluate("id => { location.hash = `#/chat/${id}`; }", tooled["id"])
+    expect(region).to_contain_text("fake-model")
+    expect(region).not_to_contain_text("tools unavailable")
+
+
 def test_session_list_searches_and_loads_more_on_scroll(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:

@@ -154,6 +154,9 @@ export class ChatView {
     const model = available.find((m) => m.id === session.modelId) || null;
     this.title.textContent = session.title;
     this.modelLabel.textContent = model ? model.displayName : session.modelId;
+    if (model && !model.capabilities.includes("tool_use")) {
+      this.modelLabel.textContent += ` · ${t("noTools")}`; // answers without tools; /skill still works
+    }
     this.sessions.upsert(session, false);
     const selected = new Set(config.selection.skillIds);
     this.composer.setContext({
