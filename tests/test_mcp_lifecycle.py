@@ -103,3 +103,17 @@ def test_the_users_list_decides_who_gets_a_server_s_tools(tmp_path: Path) -> Non
     assert asyncio.run(names("alice")) == {"alices", "demo"}
     assert asyncio.run(names("bob")) == {"demo"}
     assert asyncio.run(names(None)) == {"alices", "demo"}
+
+
+async def test_a_stdio_server_runs_in_its_cwd_and_sees_only_the_variables_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YOUYOU_TEST_PARENT_SECRET", "s3cret")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    settings = stdio_settings(cwd=str(workdir))
+    async with McpToolbox([settings], environ={MARKER_VARIABLE: str(tmp_path)}) as box:
+        secret = await call_named(box, "demo__surroundings", variable="YOUYOU_TEST_PARENT_SECRET")
+        named = await call_named(box, "demo__surroundings", variable="DEMO_MARKER_DIR")
+    assert secret == f"cwd={workdir} YOUYOU_TEST_PARENT_SECRET=unset"
+    assert named == f"cwd={workdir} DEMO_MARKER_DIR=set"

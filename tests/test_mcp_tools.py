@@ -94,6 +94,19 @@ async def test_text_structured_and_image_content(toolbox: McpToolbox) -> None:
     ]
 
 
+async def test_resources_and_resource_links_become_text_for_the_model(
+    toolbox: McpToolbox,
+) -> None:
+    output = await call((await by_name(toolbox))["demo__runbook"])
+    assert output.content.splitlines() == [
+        "[resource: file:///runbooks/disk.md]",
+        "Free the disk.",
+        "[resource: file:///dumps/core, application/x-core, 4 bytes]",
+        "[resource link: grafana <https://grafana/d/disk>: disk]",
+    ]
+    assert not output.is_error
+
+
 async def test_an_error_result_and_a_json_rpc_error_are_tool_errors(toolbox: McpToolbox) -> None:
     tools = await by_name(toolbox)
     failed = await call(tools["demo__fail"])

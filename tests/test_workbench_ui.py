@@ -448,7 +448,8 @@ def test_a_model_without_tool_use_is_said_to_have_no_tools(
 ) -> None:
     plain = (
         '[[providers]]\nid = "plain"\ntype = "openai"\nbase_url = "{url}"\n\n'
-        '[[providers.models]]\nid = "plain-model"\ndisplay_name = "Plain"\ncontext_window = 128000\n'
+        '[[providers.models]]\nid = "plain-model"\ndisplay_name = "Plain"\n'
+        "context_window = 128000\n"
         'capabilities = ["streaming"]\n'
     )
     wb = start_workbench(extra=plain.format(url=fake_model.base_url))

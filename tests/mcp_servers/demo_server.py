@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import mcp_types
 import uvicorn
 from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -87,6 +88,34 @@ def crash() -> str:
 def picture() -> list[object]:
     """A caption and an image."""
     return ["a red dot", Image(data=PNG, format="png")]
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def runbook() -> list[object]:
+    """A text resource, a binary resource and a link to one."""
+    return [
+        mcp_types.EmbeddedResource(
+            type="resource",
+            resource=mcp_types.TextResourceContents(
+                uri="file:///runbooks/disk.md", mime_type="text/markdown", text="Free the disk."
+            ),
+        ),
+        mcp_types.EmbeddedResource(
+            type="resource",
+            resource=mcp_types.BlobResourceContents(
+                uri="file:///dumps/core", mime_type="application/x-core", blob="AAECAw=="
+            ),
+        ),
+        mcp_types.ResourceLink(
+            type="resource_link", name="grafana", uri="https://grafana/d/disk", description="disk"
+        ),
+    ]
+
+
+@server.tool(annotations=READ_ONLY)
+def surroundings(variable: str) -> str:
+    """The server's working directory and whether it can see an environment variable."""
+    return f"cwd={os.getcwd()} {variable}={'set' if variable in os.environ else 'unset'}"
 
 
 @server.tool(annotations=READ_ONLY)
