@@ -533,7 +533,7 @@ async def test_turn_end_continue_runs_the_checkpoint() -> None:
     )
     session = await agent.new_session()
     assert (await (await session.send_message("q")).join()).status is OutcomeStatus.COMPLETED
-    await session.close(extract_memories=False)  # waits for the scheduled checkpoint
+    await session.close()  # waits for the scheduled checkpoint and writes it
     assert session.events[-1].payload.key == "memory_checkpoint"
     assert len(provider.requests) == 2
 

@@ -124,17 +124,22 @@ async def test_checkpoint_every_interval_off_the_critical_path_and_on_close() ->
             if isinstance(e.payload, Metadata) and e.payload.key == "memory_checkpoint"
         ]
 
-    await eventually(lambda: bool(recorded_checkpoints()), what="the background checkpoint")
-    checkpoints = recorded_checkpoints()
-    assert len(checkpoints) == 1
-    assert checkpoints[0].value["turn_index"] == 2
+    await eventually(lambda: bool(model.extractions), what="the background extraction")
+    await eventually(lambda: session._runtime.pending_checkpoint is not None, what="its checkpoint")
     window = model.extractions[0].messages[0].content[0].text  # type: ignore[union-attr]
     assert "first" in window and "second" in window
     assert [m.content for m in await storage.list_all("ops")] == ["fact 1"]
+    # The turn has ended: the background task writes nothing to the ledger on its own.
+    assert recorded_checkpoints() == []
+    last_seq = session.last_seq
+    await (await session.send_message("third")).join()
+    checkpoints = recorded_checkpoints()  # written by the next turn, before its message
+    assert len(checkpoints) == 1
+    assert checkpoints[0].value == {"last_seq": last_seq, "turn_index": 2}
+    assert session.events[last_seq].payload.kind == "metadata"  # seq last_seq + 1
     created = (await storage.list_all("ops"))[0]
     assert created.source_session_id == session.session_id
     assert created.source_seq_end == checkpoints[0].value["last_seq"]
-    await (await session.send_message("third")).join()
     await session.close()  # close extraction covers only the window after the checkpoint
     assert len(model.extractions) == 2
     close_window = model.extractions[1].messages[0].content[0].text  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ from youyou.application.request_builder import ChatRequestBuilder
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import CompactionPolicy, ResolvedSessionConfig
 from youyou.domain.ledger import LedgerEvent
+from youyou.domain.ledger_metadata import MemoryCheckpoint
 from youyou.domain.memory import SessionMemoryState
 from youyou.domain.model import ModelInfo
 from youyou.domain.session import SessionSummary
@@ -70,6 +71,8 @@ class SessionRuntime:
     turn_state: TurnState = TurnState.IDLE
     turn_index: int = 0
     last_memory_checkpoint_seq: int = 0
+    # Extracted in the background, written before the session's next event (never alone).
+    pending_checkpoint: MemoryCheckpoint | None = None
     cancel: CancellationToken = field(default_factory=CancellationToken)
     requests: ChatRequestBuilder = field(default_factory=ChatRequestBuilder)
     # Set by the turn engine (a turn) or by a manual compaction; at most one at a time.

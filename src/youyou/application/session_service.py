@@ -120,28 +120,44 @@ class SessionService:
     # -- ledger writes -------------------------------------------------------------------
 
     async def record(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
-        """Persist first, then update memory ("ledger first"); on failure nothing changes."""
+        """Persist first, then update memory ("ledger first"); on failure nothing changes.
+
+        A memory checkpoint that background extraction left pending is written first: the
+        ledger is only written by the operation (turn, compaction, close) that holds the
+        session, never by a background task after that operation has ended.
+        """
         async with runtime.write_lock:
-            event = LedgerEvent.model_construct(
-                seq=runtime.last_seq + 1,
-                timestamp=self._kernel.clock(),
-                payload=payload,
-                schema_version=LEDGER_SCHEMA_VERSION,
-            )
-            summary = next_summary(runtime.summary, runtime.session_id, event)
-            storage = self._kernel.session_storage
-            if storage is not None:
-                try:
-                    await storage.append_event(runtime.session_id, event, summary)
-                except AgentError:
-                    raise
-                except Exception as exc:
-                    raise _storage_error(exc) from exc
-            runtime.events.append(event)
-            runtime.last_seq = event.seq
-            runtime.summary = summary
-            runtime.context.append(event)
-            return event
+            await self._write_pending_checkpoint(runtime)
+            return await self._append(runtime, payload)
+
+    async def _write_pending_checkpoint(self, runtime: SessionRuntime) -> None:
+        pending = runtime.pending_checkpoint
+        if pending is not None:
+            await self._append(runtime, metadata_event(META_MEMORY_CHECKPOINT, pending))
+            runtime.pending_checkpoint = None
+
+    async def _append(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
+        """One event, under the write lock ``record`` holds."""
+        event = LedgerEvent.model_construct(
+            seq=runtime.last_seq + 1,
+            timestamp=self._kernel.clock(),
+            payload=payload,
+            schema_version=LEDGER_SCHEMA_VERSION,
+        )
+        summary = next_summary(runtime.summary, runtime.session_id, event)
+        storage = self._kernel.session_storage
+        if storage is not None:
+            try:
+                await storage.append_event(runtime.session_id, event, summary)
+            except AgentError:
+                raise
+            except Exception as exc:
+                raise _storage_error(exc) from exc
+        runtime.events.append(event)
+        runtime.last_seq = event.seq
+        runtime.summary = summary
+        runtime.context.append(event)
+        return event
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -329,6 +345,8 @@ class SessionService:
                     await asyncio.gather(*runtime.background, return_exceptions=True)
                 if extract:
                     await self.extract_memories(runtime)
+                    async with runtime.write_lock:  # when the close's window was empty
+                        await self._write_pending_checkpoint(runtime)
             except Exception:
                 logger.warning("memory extraction on close failed", exc_info=True)
             finally:
@@ -364,8 +382,16 @@ class SessionService:
         runtime.turn_state = TurnState.CLOSED
         self._kernel.control.release(runtime.session_id)
 
-    async def extract_memories(self, runtime: SessionRuntime) -> None:
-        """list_all → model → upsert/delete → Metadata(memory_checkpoint) (write path)."""
+    async def extract_memories(
+        self, runtime: SessionRuntime, *, in_background: bool = False
+    ) -> None:
+        """list_all → model → upsert/delete → Metadata(memory_checkpoint) (write path).
+
+        ``in_background``: the checkpoint event is left pending for the session's next write
+        (see ``record``), since the operation that scheduled the extraction has ended and
+        another process may hold the session by now; if it does, this copy is dropped as out
+        of date and the other process extracts that window again.
+        """
         memory = self._kernel.memory
         if not memory.enabled:
             return
@@ -385,13 +411,11 @@ class SessionService:
             namespace=runtime.resolved.pinned.memory_namespace,
             model_id=policy.memory_model_id,
         )
-        await self.record(
-            runtime,
-            metadata_event(
-                META_MEMORY_CHECKPOINT,
-                MemoryCheckpoint(last_seq=current, turn_index=runtime.turn_index),
-            ),
-        )
+        checkpoint = MemoryCheckpoint(last_seq=current, turn_index=runtime.turn_index)
+        if in_background:
+            runtime.pending_checkpoint = checkpoint
+        else:
+            await self.record(runtime, metadata_event(META_MEMORY_CHECKPOINT, checkpoint))
         runtime.last_memory_checkpoint_seq = current
         self.release_settled_events(runtime)
 

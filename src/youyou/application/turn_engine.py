@@ -419,7 +419,7 @@ class TurnEngine:
 
         async def extract() -> None:
             try:
-                await self._sessions.extract_memories(runtime)
+                await self._sessions.extract_memories(runtime, in_background=True)
             except Exception:
                 logger.warning("memory checkpoint failed", exc_info=True)
 
