@@ -88,7 +88,7 @@ class Chat:
     async def run(self, blocks: list[ContentBlock], view: TurnView) -> TurnOutcome:
         """One turn as the session's only writer (raises SESSION_BUSY if another process
         writes it); a session another process appended to is reloaded first."""
-        async with self.writer.hold(self.session.session_id):
+        async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
             if await self.writer.moved_on(self.session):
                 await self.reload()
             outcome = await run_turn(
@@ -101,7 +101,7 @@ class Chat:
 
     async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
         """A compaction or mode switch, under the same rule as a turn."""
-        async with self.writer.hold(self.session.session_id):
+        async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
             if await self.writer.moved_on(self.session):
                 await self.reload()
             await action(self.session)

@@ -13,9 +13,10 @@ import asyncio
 import os
 import re
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
+from youyou.adapters.storage.lease import LeaseState
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.session import SessionHandle
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -48,8 +49,13 @@ class SessionWriter:
         self.holder = f"youyou chat, pid {os.getpid()} on {socket.gethostname()}"
 
     @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
-        """The session's lease for the block, renewed while it runs.
+    async def hold(
+        self, session_id: str, on_lost: Callable[[], object] = lambda: None
+    ) -> AsyncIterator[None]:
+        """The session's lease for the block, renewed while it runs. ``on_lost`` is called
+        (to cancel what runs) when a renewal finds the lease taken over by another process,
+        e.g. after this one was suspended past its expiry, or a cancel asked for by a server
+        process sharing the database.
 
         A lease left by a ``youyou chat`` of this machine whose process is gone (killed with
         SIGKILL, or the machine's out-of-memory killer) is taken over at once instead of
@@ -66,7 +72,7 @@ class SessionWriter:
                 "try again when it has finished",
                 source=ErrorSource.STORAGE,
             )
-        renewal = asyncio.get_running_loop().create_task(self._renew(session_id))
+        renewal = asyncio.get_running_loop().create_task(self._renew(session_id, on_lost))
         try:
             yield
         finally:
@@ -76,11 +82,16 @@ class SessionWriter:
             with suppress(AgentError):
                 await self._leases.release(session_id, self.holder)
 
-    async def _renew(self, session_id: str) -> None:
+    async def _renew(self, session_id: str, on_lost: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(LEASE_TTL_S / 3)
-            with suppress(AgentError):
-                await self._leases.renew(session_id, self.holder, LEASE_TTL_S)
+            try:
+                state = await self._leases.renew(session_id, self.holder, LEASE_TTL_S)
+            except AgentError:  # the database is away: keep the lease until it is back
+                continue
+            if state is not LeaseState.HELD:
+                on_lost()
+                return
 
     async def moved_on(self, session: SessionHandle) -> bool:
         """Whether another process appended to the session since this handle last wrote."""
