@@ -55,9 +55,9 @@ TALLY = Tally()
 WORDS = 40  # a slow answer: 40 words, 50 ms apart (2 s unless interrupted)
 
 
-def slow_answer(tag: str) -> StreamReply:
+def slow_answer(tag: str, delay_s: float = 0.05) -> StreamReply:
     words = [f"{tag}{i} " for i in range(WORDS)]
-    return OpenAIStream().text(*words, delay_s=0.05).finish().usage(5, WORDS).reply()
+    return OpenAIStream().text(*words, delay_s=delay_s).finish().usage(5, WORDS).reply()
 
 
 HANG = StreamReply((Delay(600),))  # headers, then nothing
@@ -208,11 +208,14 @@ def _wait_for(condition: Callable[[], bool], process: subprocess.Popen[str]) -> 
 def test_concurrent_writers(world: World) -> None:
     world.configure()
     session_id = world.ask("why is checkout down?", text_reply("look at the pods"))
-    world.model.enqueue(slow_answer("first"), text_reply("second answer"))
+    # 8 s of answer: the second process starts and asks while the first still writes.
+    world.model.enqueue(slow_answer("first", delay_s=0.2), text_reply("second answer"))
     first = world.start("chat", "-r", session_id, "-m", "and the database?")
     printed = _read_until(first, "first0")
     second = world.run("chat", "-r", session_id, "-m", "and the cache?")
-    assert second.returncode == 0 or "is in use by another process" in second.stderr
+    assert first.poll() is None, "the first answer ended before the second process asked"
+    assert second.returncode == 1
+    assert f"is in use by another process (youyou chat, pid {first.pid} on" in second.stderr
     assert world.finish(first, printed)[0] == 0
     world.verify()
 
