@@ -103,7 +103,9 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
     assert busy["code"] == "TURN_BUSY"
     mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
     assert mode["code"] == "TURN_BUSY"
-    assert on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)["code"] == "TURN_BUSY"
+    elsewhere = on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)
+    assert elsewhere["code"] == "TURN_BUSY"
+    assert b.process is not None and f":{b.process.pid}:" in elsewhere["message"]  # names b
 
     assert turn.join()[-1].event == "turn_complete"
     assert on_a.send(sid, "second")[-1].event == "turn_complete"
