@@ -80,6 +80,19 @@ def test_errors_use_one_envelope_in_chinese_or_english(start_workbench: StartWor
         headers={"Accept-Language": "en"},
     )
     assert en["message"].startswith("Invalid request argument") and "extra" in en["message"]
+    wrong_type = api.error(
+        "POST",
+        "/chat/prompts",
+        400,
+        json={"label": 7, "content": "b"},
+        headers={"Accept-Language": "en"},
+    )
+    assert wrong_type["code"] == "VALIDATION_INVALID_ARGUMENT" and "label" in wrong_type["message"]
+    not_json = api.http.post(
+        "/chat/prompts", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert not_json.status_code == 400
+    assert not_json.json()["error"]["code"] == "VALIDATION_INVALID_ARGUMENT"
     assert api.error("GET", "/chat/sessions/nope", 404)["code"] == "NOT_FOUND"
 
 

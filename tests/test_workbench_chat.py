@@ -577,3 +577,23 @@ def test_health_metrics_and_openapi(start_workbench: StartWorkbench) -> None:
 def session_id_free(metrics_text: str, session_id: str) -> bool:
     """Requests are counted by route template, never by the concrete path."""
     return session_id not in metrics_text
+
+
+def test_a_quiet_stream_carries_keep_alive_comments_between_frames(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(extra="[server]\nkeepalive_s = 0.2")
+    api = wb.user("kai")
+    session_id = api.new_session()["id"]
+    wb.model.enqueue(OpenAIStream().text("slow", "ly", delay_s=1.0).finish().usage(5, 2).reply())
+    with api.http.stream(
+        "POST", f"/chat/sessions/{session_id}/messages", json={"content": "wait"}
+    ) as response:
+        lines = list(response.iter_lines())
+    keepalives = [i for i, line in enumerate(lines) if line == ": keep-alive"]
+    first_delta = next(i for i, line in enumerate(lines) if line == "event: text_delta")
+    assert keepalives, lines
+    assert any(i > first_delta for i in keepalives)  # inside the model's 1 s pauses
+    frames = [f for f in parse_sse(iter(lines)) if isinstance(f, Frame)]
+    assert [f.event for f in frames][-1] == "turn_complete"
+    assert "".join(f.data["text"] for f in frames if f.event == "text_delta") == "slowly"
