@@ -1,8 +1,12 @@
-"""Statements and BEGIN sent to aiosqlite directly, inside SQLAlchemy's transactions."""
+"""Statements and BEGIN sent to aiosqlite directly, inside SQLAlchemy's transactions, and
+write transactions run whole on aiosqlite's thread."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +16,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage import engine as engine_module
-from youyou.adapters.storage.engine import create_engine, migrate, transaction
+from youyou.adapters.storage.engine import create_engine, migrate, sqlite_write, transaction
 from youyou.adapters.storage.sqlite_driver import DriverStatement, compiled_statement
 from youyou.adapters.storage.tables import sessions
 from youyou.domain.errors import AgentError, ErrorCode
@@ -40,7 +44,7 @@ async def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
 
 
 def other_process_writing(engine: AsyncEngine) -> sqlite3.Connection:
-    holder = sqlite3.connect(str(engine.url.database), isolation_level=None)
+    holder = sqlite3.connect(str(engine.url.database), isolation_level=None, timeout=0)
     holder.execute("BEGIN IMMEDIATE")
     return holder
 
@@ -104,3 +108,89 @@ async def test_a_statement_is_compiled_once_for_every_engine_of_the_same_kind(
             assert await first.run(conn, {"id": "s-1"}) == []
     finally:
         await other.dispose()
+
+
+async def _rows(engine: AsyncEngine) -> list[str]:
+    async with transaction(engine, "reading") as conn:
+        return list((await conn.execute(select(sessions.c.id))).scalars())
+
+
+def _insert(engine: AsyncEngine, **changes: object) -> tuple[DriverStatement, dict[str, object]]:
+    return DriverStatement.compile(sessions.insert(), engine.dialect), {**ROW, **changes}
+
+
+async def test_a_one_trip_write_runs_on_aiosqlites_own_thread_and_commits(
+    engine: AsyncEngine,
+) -> None:
+    insert, row = _insert(engine)
+    seen: list[int] = []
+
+    def work(connection: sqlite3.Connection) -> str:
+        seen.append(threading.get_ident())
+        assert connection.in_transaction  # BEGIN IMMEDIATE came first
+        insert.run_on(connection, row)
+        return "done"
+
+    assert await sqlite_write(engine, "writing", work) == "done"
+    assert seen and seen[0] != threading.get_ident()  # not the event loop's thread
+    assert await _rows(engine) == ["s-1"]
+    other_process_writing(engine).close()  # committed: the write lock is free
+
+
+async def test_a_failing_one_trip_write_rolls_back_all_of_it(engine: AsyncEngine) -> None:
+    insert, row = _insert(engine)
+
+    def work(connection: sqlite3.Connection) -> None:
+        insert.run_on(connection, row)
+        insert.run_on(connection, row)  # the primary key refuses it
+
+    with pytest.raises(AgentError) as exc:
+        await sqlite_write(engine, "writing twice", work)
+    assert exc.value.code is ErrorCode.STORAGE_ERROR
+    assert exc.value.message.startswith("writing twice failed")
+    assert await _rows(engine) == []  # the first insert went with it
+    other_process_writing(engine).close()  # nothing was left open
+    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    assert await _rows(engine) == ["s-1"]
+
+
+async def test_a_one_trip_write_meeting_another_process_lock_is_a_storage_error(
+    engine: AsyncEngine,
+) -> None:
+    insert, row = _insert(engine)
+    holder = other_process_writing(engine)
+    try:
+        with pytest.raises(AgentError) as exc:
+            await sqlite_write(engine, "appending event 2", lambda c: insert.run_on(c, row))
+        assert "another process holds the database's write lock" in exc.value.message
+        assert exc.value.retryable
+    finally:
+        holder.rollback()
+        holder.close()
+    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    assert await _rows(engine) == ["s-1"]
+
+
+async def test_a_cancelled_caller_never_leaves_the_connection_inside_a_transaction(
+    engine: AsyncEngine,
+) -> None:
+    insert, row = _insert(engine)
+    started = threading.Event()
+
+    def slow(connection: sqlite3.Connection) -> None:
+        started.set()
+        time.sleep(0.3)  # the caller is cancelled meanwhile
+        insert.run_on(connection, row)
+
+    task = asyncio.create_task(sqlite_write(engine, "writing slowly", slow))
+    await asyncio.to_thread(started.wait, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The cancel was raised once the transaction had ended on the driver's thread.
+    other_process_writing(engine).close()
+    assert await _rows(engine) == ["s-1"]
+    second = {**ROW, "id": "s-2"}
+    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, second))
+    assert sorted(await _rows(engine)) == ["s-1", "s-2"]
+    other_process_writing(engine).close()

@@ -11,11 +11,11 @@ import ast
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, MetaData, String, column, event, select, table, text
@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util import await_
 
 from youyou.adapters.storage.errors import storage_error
-from youyou.adapters.storage.sqlite_driver import driver_execute
+from youyou.adapters.storage.sqlite_driver import driver_execute, run_write
 from youyou.adapters.storage.tables import VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
@@ -39,6 +39,7 @@ _MIGRATIONS = Path(__file__).with_name("migrations")
 _DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 # Execution option: open the SQLite transaction with BEGIN IMMEDIATE (take the write lock first).
 SQLITE_IMMEDIATE = "youyou_sqlite_immediate"
+_T = TypeVar("_T")
 
 
 def normalize_url(url: str) -> URL:
@@ -145,12 +146,29 @@ async def transaction(
     ``write`` takes SQLite's write lock up front, so concurrent writers queue on the busy
     timeout instead of failing when a read lock cannot be upgraded.
     """
-    try:
+    with _storage_errors(engine, action):
         async with _writer_turn(engine) if write else nullcontext(), engine.connect() as conn:
             if write:
                 conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
+
+
+async def sqlite_write(
+    engine: AsyncEngine, action: str, work: Callable[[sqlite3.Connection], _T]
+) -> _T:
+    """A write transaction on SQLite run whole on the driver's thread (``run_write``): for
+    hot writes whose statements are known up front, such as a ledger append."""
+    with _storage_errors(engine, action):
+        async with _writer_turn(engine), engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            return await run_write(driver, work)
+
+
+@contextmanager
+def _storage_errors(engine: AsyncEngine, action: str) -> Iterator[None]:
+    try:
+        yield
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         raise storage_error(action, exc, database=engine.url) from exc
 

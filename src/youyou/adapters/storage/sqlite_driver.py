@@ -11,10 +11,11 @@ errors are wrapped as SQLAlchemy would wrap them, so they map to storage errors 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Dialect
 from sqlalchemy.exc import DBAPIError
@@ -53,7 +54,13 @@ class DriverStatement:
     async def run(self, conn: AsyncConnection, values: Mapping[str, Any]) -> Sequence[Any]:
         """Execute in ``conn``'s transaction; the rows it returns (RETURNING), if any."""
         driver = (await conn.get_raw_connection()).driver_connection
-        rows = await driver_execute(driver, self.sql, self.parameters(values))
+        return self._processed(await driver_execute(driver, self.sql, self.parameters(values)))
+
+    def run_on(self, connection: sqlite3.Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+        """Execute on the driver's own thread, inside a ``run_write`` transaction."""
+        return self._processed(_execute_on(connection, self.sql, self.parameters(values)))
+
+    def _processed(self, rows: Sequence[Any]) -> Sequence[Any]:
         if not self.results:
             return list(rows)
         return [
@@ -62,6 +69,7 @@ class DriverStatement:
         ]
 
 
+_T = TypeVar("_T")
 _COMPILED: dict[tuple[Any, ...], DriverStatement] = {}
 
 
@@ -74,6 +82,50 @@ def compiled_statement(statement: ReturnsRows, dialect: Dialect) -> DriverStatem
     if found is None:
         found = _COMPILED[key] = DriverStatement.compile(statement, dialect)
     return found
+
+
+async def run_write(driver: Any, work: Callable[[sqlite3.Connection], _T]) -> _T:
+    """``BEGIN IMMEDIATE``, ``work`` and ``COMMIT`` (``ROLLBACK`` if anything fails) in one
+    trip to the aiosqlite connection's thread instead of one trip per statement: the trips,
+    not SQLite, were most of a durable append (0.47 ms for four against 0.15 ms for one on
+    the 2-core machine). aiosqlite runs its own ``execute_fetchall`` the same way, through
+    ``Connection._execute``; tests/test_storage_sqlite_driver.py holds it to that contract.
+
+    The transaction ends on the driver's thread whatever happens to the awaiting task, so a
+    cancelled caller never leaves the connection inside a transaction (as a cancel between
+    two trips could). A cancel waits for that end before it is raised: the caller keeps its
+    turn as the process's writer while SQLite's write lock is still held, and, like any
+    commit cancelled at the last moment, the write may be durable.
+    """
+    trip = asyncio.ensure_future(driver._execute(_in_write_transaction, driver._conn, work))
+    try:
+        return cast(_T, await asyncio.shield(trip))
+    except asyncio.CancelledError:
+        await asyncio.wait([trip])
+        raise
+
+
+def _in_write_transaction(
+    connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], _T]
+) -> _T:
+    _execute_on(connection, "BEGIN IMMEDIATE")
+    try:
+        result = work(connection)
+        _execute_on(connection, "COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.rollback()
+        raise
+    return result
+
+
+def _execute_on(
+    connection: sqlite3.Connection, sql: str, parameters: tuple[Any, ...] = ()
+) -> list[Any]:
+    try:
+        return connection.execute(sql, parameters).fetchall()
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(sql, parameters, exc, sqlite3.Error) from exc
 
 
 async def driver_execute(driver: Any, sql: str, parameters: tuple[Any, ...] = ()) -> Sequence[Any]:
