@@ -93,9 +93,11 @@ except SystemExit as exit:
 """
 
 # Loaded only when needed: migrations to run, Markdown to render (not in a pipe), a knowledge
-# base configured.
+# base configured, a tool called (its arguments checked), a SKILL.md or a script file parsed.
 NOT_FOR_A_CHAT_MESSAGE = (
     "alembic",
+    "jsonschema",
+    "yaml",
     "mako",
     "rich.markdown",
     "markdown_it",

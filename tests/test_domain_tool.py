@@ -1,6 +1,16 @@
+from typing import cast
+
+import pytest
+
+from youyou.adapters.knowledge.index import KnowledgeIndex
+from youyou.adapters.knowledge.tool import SearchKnowledgeTool
+from youyou.adapters.tools.builtin import CurrentTimeTool
+from youyou.adapters.tools.load_skill import LoadSkillTool
 from youyou.domain.ledger import ToolOutput
+from youyou.domain.recall import RECALL_DESCRIPTOR
+from youyou.domain.skill import SkillDefinition
 from youyou.domain.templates import TOOL_OUTPUT_LIMIT_BYTES, TOOL_OUTPUT_TRUNCATED_SUFFIX
-from youyou.domain.tool import truncate_tool_output
+from youyou.domain.tool import ToolDescriptor, truncate_tool_output
 
 SUFFIX_BYTES = len(TOOL_OUTPUT_TRUNCATED_SUFFIX.encode())
 
@@ -37,3 +47,18 @@ def test_four_byte_characters() -> None:
     assert truncated.is_error
     assert len(truncated.content.encode()) <= TOOL_OUTPUT_LIMIT_BYTES
     assert set(truncated.content[: -len(TOOL_OUTPUT_TRUNCATED_SUFFIX)]) == {"😀"}
+
+
+def _builtin_descriptors() -> list[ToolDescriptor]:
+    return [
+        RECALL_DESCRIPTOR,
+        CurrentTimeTool().descriptor,
+        SearchKnowledgeTool(cast(KnowledgeIndex, None), ()).descriptor,
+        LoadSkillTool([SkillDefinition(name="disk-full", description="d", prompt="p")]).descriptor,
+    ]
+
+
+@pytest.mark.parametrize("descriptor", _builtin_descriptors(), ids=lambda d: d.name)
+def test_every_builtin_descriptor_passes_the_check_it_skips(descriptor: ToolDescriptor) -> None:
+    assert ToolDescriptor.model_validate(descriptor.model_dump()) == descriptor
+    assert not descriptor.mutating

@@ -46,7 +46,7 @@ _HEADER_TERMS_CHARS = 160  # the terms echoed in the header, so a huge query can
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _TRIM = "\"'“”‘’「」『』()（）[]【】,，.。;；:：!！?？"
 
-RECALL_DESCRIPTOR = ToolDescriptor(
+RECALL_DESCRIPTOR = ToolDescriptor.builtin(
     name=RECALL_TOOL_NAME,
     description=(
         "Read the exact messages and tool results of this conversation that were compacted "
@@ -84,7 +84,6 @@ RECALL_DESCRIPTOR = ToolDescriptor(
         },
         "additionalProperties": False,
     },
-    mutating=False,
 )
 
 

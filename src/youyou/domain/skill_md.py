@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import yaml
-
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_messages import (
@@ -151,6 +149,8 @@ def _decode(content: bytes, found: list[SkillViolation]) -> str | None:
 
 
 def _load_mapping(source: str, found: list[SkillViolation]) -> dict[Any, Any] | None:
+    import yaml  # ~20 ms to import, for sessions that parse a SKILL.md
+
     try:
         loaded: object = yaml.safe_load(source)
     except yaml.MarkedYAMLError as exc:

@@ -23,7 +23,7 @@ MAX_TOP_K = 20
 SOURCE_PREFIX = "source:"
 UPLOAD_PREFIX = "user:"
 
-_DESCRIPTOR = ToolDescriptor(
+_DESCRIPTOR = ToolDescriptor.builtin(
     name=SEARCH_KNOWLEDGE_TOOL_NAME,
     description=(
         "Search the runbook knowledge base (the team's runbooks and the user's uploaded "
@@ -51,7 +51,6 @@ _DESCRIPTOR = ToolDescriptor(
         "required": ["query"],
         "additionalProperties": False,
     },
-    mutating=False,
 )
 
 

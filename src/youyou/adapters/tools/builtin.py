@@ -20,7 +20,7 @@ CURRENT_TIME_TOOL_NAME = "get_current_time"
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 DEFAULT_TIMEZONE = "UTC"
 
-_DESCRIPTOR = ToolDescriptor(
+_DESCRIPTOR = ToolDescriptor.builtin(
     name=CURRENT_TIME_TOOL_NAME,
     description=(
         "Get the current date and time (ISO 8601), the weekday and the UTC offset. Call it "
@@ -40,7 +40,6 @@ _DESCRIPTOR = ToolDescriptor(
         },
         "additionalProperties": False,
     },
-    mutating=False,
 )
 
 

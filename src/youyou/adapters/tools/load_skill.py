@@ -48,11 +48,10 @@ class LoadSkillTool:
                 )
             registry[skill.name] = skill
         self._registry = registry
-        self._descriptor = ToolDescriptor(
+        self._descriptor = ToolDescriptor.builtin(
             name=LOAD_SKILL_TOOL_NAME,
             description=LOAD_SKILL_DESCRIPTION,
             parameters_schema=_schema(tuple(registry)),
-            mutating=False,
             # The enum advertises the names; a stripped name or an unknown one gets this
             # tool's own answer (docs/skills.md), not a schema error.
             validate_arguments=False,
