@@ -7,7 +7,7 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,25 +58,6 @@ async def test_rows_come_back_with_sqlalchemys_result_processing(engine: AsyncEn
         assert await insert.run(conn, ROW) == []
     async with transaction(engine, "reading") as conn:
         assert await query.run(conn, {}) == [("s-1", AT, 1)]
-
-
-async def test_a_write_meeting_another_process_write_lock_is_a_storage_error(
-    engine: AsyncEngine,
-) -> None:
-    holder = other_process_writing(engine)
-    try:
-        with pytest.raises(AgentError) as exc:
-            async with transaction(engine, "appending event 2", write=True):
-                pytest.fail("the write lock was taken twice")
-        assert exc.value.code is ErrorCode.STORAGE_ERROR
-        assert "appending event 2" in exc.value.message
-        assert "another process holds the database's write lock" in exc.value.message
-    finally:
-        holder.rollback()
-        holder.close()
-    insert = DriverStatement.compile(sessions.insert(), engine.dialect)
-    async with transaction(engine, "writing", write=True) as conn:  # the pool's connection is fine
-        await insert.run(conn, ROW)
 
 
 async def test_a_failed_write_leaves_no_transaction_open_in_the_pool(engine: AsyncEngine) -> None:
@@ -154,20 +135,39 @@ async def test_a_failing_one_trip_write_rolls_back_all_of_it(engine: AsyncEngine
     assert await _rows(engine) == ["s-1"]
 
 
-async def test_a_one_trip_write_meeting_another_process_lock_is_a_storage_error(
-    engine: AsyncEngine,
+Write = Callable[[AsyncEngine, str, DriverStatement, dict[str, object]], Awaitable[None]]
+
+
+async def _write_through_sqlalchemy(
+    engine: AsyncEngine, action: str, insert: DriverStatement, row: dict[str, object]
+) -> None:
+    async with transaction(engine, action, write=True) as conn:
+        await insert.run(conn, row)
+
+
+async def _write_in_one_trip(
+    engine: AsyncEngine, action: str, insert: DriverStatement, row: dict[str, object]
+) -> None:
+    await sqlite_write(engine, action, lambda connection: insert.run_on(connection, row))
+
+
+@pytest.mark.parametrize("write", [_write_through_sqlalchemy, _write_in_one_trip])
+async def test_a_write_meeting_another_process_write_lock_is_a_storage_error(
+    engine: AsyncEngine, write: Write
 ) -> None:
     insert, row = _insert(engine)
     holder = other_process_writing(engine)
     try:
         with pytest.raises(AgentError) as exc:
-            await sqlite_write(engine, "appending event 2", lambda c: insert.run_on(c, row))
+            await write(engine, "appending event 2", insert, row)
+        assert exc.value.code is ErrorCode.STORAGE_ERROR
+        assert "appending event 2" in exc.value.message
         assert "another process holds the database's write lock" in exc.value.message
         assert exc.value.retryable
     finally:
         holder.rollback()
         holder.close()
-    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    await write(engine, "writing", insert, row)  # the pool's connection is fine
     assert await _rows(engine) == ["s-1"]
 
 
