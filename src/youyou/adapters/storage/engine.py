@@ -124,6 +124,25 @@ def alembic_config(connection: Connection, script_location: Path = _MIGRATIONS) 
     return config
 
 
+def run_alembic_environment(metadata: MetaData, version_table: str, runner: str) -> None:
+    """The body of every chain's ``env.py``: migrate through the connection ``migrate`` put
+    in the configuration (never a URL of Alembic's own). ``runner`` names the entry point to
+    use instead when the script was started some other way."""
+    from alembic import context
+
+    connection = context.config.attributes.get("connection")
+    if connection is None:
+        raise RuntimeError(f"run these migrations through {runner}")
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        version_table=version_table,
+        render_as_batch=True,  # SQLite can only ALTER through table copies
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
 def _writer_turn(engine: AsyncEngine) -> AbstractAsyncContextManager[object]:
     """SQLite has one writer at a time: the writers of one process take turns on an asyncio
     lock before ``BEGIN IMMEDIATE``, so they queue in the event loop instead of polling the

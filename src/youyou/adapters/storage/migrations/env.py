@@ -1,20 +1,6 @@
-"""Alembic environment: migrate through the connection ``engine.migrate`` hands over."""
+"""Alembic environment of the session storage chain (see ``engine.run_alembic_environment``)."""
 
-from __future__ import annotations
-
-from alembic import context
-
+from youyou.adapters.storage.engine import run_alembic_environment
 from youyou.adapters.storage.tables import VERSION_TABLE, metadata
 
-connection = context.config.attributes.get("connection")
-if connection is None:
-    raise RuntimeError("run session storage migrations through youyou.adapters.storage.engine")
-
-context.configure(
-    connection=connection,
-    target_metadata=metadata,
-    version_table=VERSION_TABLE,
-    render_as_batch=True,  # SQLite can only ALTER through table copies
-)
-with context.begin_transaction():
-    context.run_migrations()
+run_alembic_environment(metadata, VERSION_TABLE, "youyou.adapters.storage.engine.migrate")
