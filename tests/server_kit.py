@@ -394,19 +394,6 @@ def try_send(api: Api, session_id: str, content: Any) -> tuple[int, list[Frame],
         return 200, frames, ""
 
 
-def send_when_free(api: Api, session_id: str, content: Any, timeout_s: float) -> list[Frame]:
-    """Send once the session is free: a process that died holds its lease until it expires,
-    and until then every send is 409 ``TURN_BUSY``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status, frames, code = try_send(api, session_id, content)
-        if status == 200:
-            return frames
-        assert (status, code) == (409, "TURN_BUSY"), (status, code)
-        assert time.monotonic() < deadline, f"the session stayed busy for {timeout_s} s"
-        time.sleep(0.2)
-
-
 def listening_addresses(port: int) -> set[str]:
     """The IPv4 addresses a local socket listens on ``port`` (from /proc/net/tcp)."""
     found = set()

@@ -105,7 +105,8 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
     assert mode["code"] == "TURN_BUSY"
     elsewhere = on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)
     assert elsewhere["code"] == "TURN_BUSY"
-    assert b.process is not None and f":{b.process.pid}:" in elsewhere["message"]  # names b
+    assert b.process is not None
+    assert f"youyou serve, pid {b.process.pid} on " in elsewhere["message"]  # names b
 
     assert turn.join()[-1].event == "turn_complete"
     assert on_a.send(sid, "second")[-1].event == "turn_complete"
@@ -201,34 +202,26 @@ def test_an_idle_copy_the_other_server_wrote_to_is_dropped_without_extracting(
     assert "second, on b" in json.dumps(extractions[0].json["messages"])
 
 
-def test_the_lease_of_a_killed_server_expires(
+def test_the_lease_of_a_killed_server_of_this_machine_is_taken_over_at_once(
     start_pair: StartPair, fake_model: FakeOpenAIServer
 ) -> None:
-    ttl_s = 2
-    a, b = start_pair(extra=f"[server]\nlease_ttl_s = {ttl_s}")
+    """Its process is gone, so nobody can be writing under its lease: the other server goes on
+    without waiting for the expiry (a lease of another machine's process still waits)."""
+    a, b = start_pair(extra="[server]\nlease_ttl_s = 600")
     on_a, on_b = same_user(a, b, "dave")
     sid = on_a.new_session()["id"]
     fake_model.enqueue(slow_reply(pause_s=60))
     turn = StreamingSend(on_b, sid, "before the crash")
     turn.wait_for("text_delta")
-    b.kill()  # SIGKILL: no cleanup, the lease stays in the database
-    killed = time.monotonic()
+    assert on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)["code"] == "TURN_BUSY"
+    b.kill()  # SIGKILL: no cleanup, the lease stays in the database for 10 minutes
     turn.join()
     assert turn.error is not None, "the stream must break, not end cleanly"
 
-    attempts: list[tuple[float, int, str]] = []
-    while True:
-        status, frames, code = try_send(on_a, sid, "after the crash")
-        attempts.append((time.monotonic() - killed, status, code))
-        if status == 200:
-            break
-        assert (status, code) == (409, "TURN_BUSY"), attempts
-        assert time.monotonic() - killed < ttl_s + 20, f"the lease never expired: {attempts}"
-        time.sleep(0.2)
+    assert on_a.http.get(f"/chat/sessions/{sid}/stream").status_code == 204  # none runs
+    status, frames, code = try_send(on_a, sid, "after the crash")
+    assert (status, code) == (200, ""), frames
     assert frames[-1].event == "turn_complete"
-    # Refused while the dead process's lease lived, accepted once it expired.
-    if attempts[0][0] < ttl_s / 2:
-        assert attempts[0][1] == 409, attempts
     users = [text_of(m) for m in history(on_a, sid) if m["role"] == "user"]
     assert users == ["before the crash", "after the crash"]
 

@@ -10,13 +10,11 @@ it was opened here is reloaded before the next turn.
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
 from youyou.adapters.storage.lease import LeaseState
+from youyou.adapters.storage.lease_holder import acquire_lease, local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.session import SessionHandle
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -25,28 +23,11 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 LEASE_TTL_S = 30.0
 
 
-_HOLDER = re.compile(r"youyou chat, pid (\d+) on (.+)")
-
-
-def _dead_local_holder(holder: str) -> bool:
-    """Whether ``holder`` names a ``youyou chat`` process of this machine that has ended."""
-    match = _HOLDER.fullmatch(holder)
-    if match is None or match[2] != socket.gethostname():
-        return False
-    try:
-        os.kill(int(match[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # alive, but another user's
-        return False
-    return False
-
-
 class SessionWriter:
     def __init__(self, storage: SqlSessionStorage) -> None:
         self._storage = storage
         self._leases = storage.leases()
-        self.holder = f"youyou chat, pid {os.getpid()} on {socket.gethostname()}"
+        self.holder = local_holder("youyou chat")
 
     @asynccontextmanager
     async def hold(
@@ -57,14 +38,10 @@ class SessionWriter:
         e.g. after this one was suspended past its expiry, or a cancel asked for by a server
         process sharing the database.
 
-        A lease left by a ``youyou chat`` of this machine whose process is gone (killed with
-        SIGKILL, or the machine's out-of-memory killer) is taken over at once instead of
-        after its expiry: nobody can be writing under it.
+        A lease left by a process of this machine that is gone (a ``youyou chat`` or a
+        server killed with SIGKILL) is taken over at once instead of after its expiry.
         """
-        other = await self._leases.acquire(session_id, self.holder, LEASE_TTL_S)
-        if other is not None and _dead_local_holder(other):
-            await self._leases.release(session_id, other)
-            other = await self._leases.acquire(session_id, self.holder, LEASE_TTL_S)
+        other = await acquire_lease(self._leases, session_id, self.holder, LEASE_TTL_S)
         if other is not None:
             raise AgentError(
                 ErrorCode.SESSION_BUSY,

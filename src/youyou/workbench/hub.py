@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
@@ -26,6 +24,7 @@ from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
 from youyou.adapters.storage import LeaseState, SqlSessionLeases
+from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended, local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
@@ -95,7 +94,8 @@ class SessionHub:
         self._settings = settings
         self._default_mode = default_mode
         self._metrics = metrics
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # The tag tells apart two lives of one pid (a restart that got the same number).
+        self.holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
         self._open: dict[str, _Open] = {}
         self._claimed: set[str] = set()  # ledger ids some task of this process is writing
         self._closing: dict[str, asyncio.Event] = {}  # idle sessions being closed, by ledger id
@@ -229,8 +229,11 @@ class SessionHub:
         return running.stream if running else None
 
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
+        """The other process running the session's turn; not one that has ended."""
         holder = await self._leases.holder(chat.ledger_session_id)
-        return holder if holder not in (None, self.holder) else None
+        if holder is None or holder == self.holder or holder_has_ended(holder):
+            return None
+        return holder
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
         """Idempotent; reaches a turn running on another process through the lease."""
@@ -316,10 +319,15 @@ class SessionHub:
             raise ApiError(ApiCode.TURN_BUSY)
         self._claimed.add(ledger_id)
 
+    async def _lease(self, ledger_id: str) -> str | None:
+        """The session's lease, taken over at once from a process of this machine that has
+        ended (a killed server being restarted); None when ours, else who holds it."""
+        return await acquire_lease(self._leases, ledger_id, self.holder, self._settings.lease_ttl_s)
+
     async def _acquire_lease(self, ledger_id: str) -> None:
-        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
+        holder = await self._lease(ledger_id)
         if holder is not None:
-            raise ApiError(ApiCode.TURN_BUSY, f"in use by server process {holder}")
+            raise ApiError(ApiCode.TURN_BUSY, f"in use by another process ({holder})")
 
     @asynccontextmanager
     async def _writing(self, chat: ChatSessionRecord) -> AsyncIterator[SessionHandle]:
@@ -518,7 +526,7 @@ class SessionHub:
         if entry is None:
             return
         handle = entry.handle
-        holder = await self._leases.acquire(ledger_id, self.holder, self._settings.lease_ttl_s)
+        holder = await self._lease(ledger_id)
         if holder is not None:
             await handle.close(extract_memories=False)
             return
@@ -537,6 +545,7 @@ class SessionHub:
             await handle.close(extract_memories=False)
         finally:
             await self._leases.release(ledger_id, self.holder)
+
 
 async def _agent_call(call: Awaitable[T]) -> T:
     """Kernel refusals become API errors with the catalog's code."""

@@ -184,7 +184,7 @@ async def reattach(
         return _sse(wb, stream, last_event_id)
     holder = await wb.hub.running_elsewhere(chat)
     if holder is not None:
-        raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on server process {holder}")
+        raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on another process ({holder})")
     return Response(status_code=204)
 
 
