@@ -1,4 +1,5 @@
-"""The style rules are part of the suite: ruff and mypy --strict must stay clean."""
+"""The style rules are part of the suite: ruff (lint and format) and mypy --strict must stay
+clean."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff_is_clean() -> None:
     result = run("ruff", "check", "src", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    result = run("ruff", "format", "--check", "src", "tests", "bench")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

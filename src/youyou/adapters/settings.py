@@ -366,9 +366,7 @@ class McpServerSettings(_SecretsFromEnvironment):
     in the workbench (None: everyone); ``name`` is the old spelling of ``id``.
     """
 
-    id: str = Field(
-        pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name")
-    )
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name"))
     transport: McpTransport
     command: str | None = None
     args: tuple[str, ...] = ()

@@ -159,9 +159,7 @@ class Compactor:
             summary_body=body,
             compacted_message_count=behind + (previous.compacted_message_count if previous else 0),
         )
-        await self._sessions.record(
-            runtime, metadata_event(META_CONTEXT_COMPACTION, record)
-        )
+        await self._sessions.record(runtime, metadata_event(META_CONTEXT_COMPACTION, record))
         context.rebuild(runtime.events, record)
         self._sessions.release_settled_events(runtime)
         if emit is not None:

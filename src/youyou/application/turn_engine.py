@@ -271,9 +271,7 @@ class TurnEngine:
         runtime, channel = turn.runtime, turn.channel
         policy = runtime.resolved.runtime_policy
         allow_tools = turn.options.offer_tools
-        tools_disabled_by: ErrorCode | None = (
-            None if allow_tools else ErrorCode.MODEL_NOT_SUPPORTED
-        )
+        tools_disabled_by: ErrorCode | None = None if allow_tools else ErrorCode.MODEL_NOT_SUPPORTED
         retried_context = False
         while True:
             # Per request: a compaction inside this turn makes the compacted history recallable.

@@ -91,9 +91,7 @@ class Chat:
         async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
             if await self.writer.moved_on(self.session):
                 await self.reload()
-            outcome = await run_turn(
-                self.session, blocks, view, self.interrupts, self.app.tools
-            )
+            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.app.tools)
         self.provider_failed = (
             outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
         )
