@@ -1,10 +1,13 @@
-"""Statements run on SQLite through aiosqlite directly: one trip to its thread per statement.
+"""Statements run on SQLite through aiosqlite directly: one trip to its thread per statement,
+or per whole write transaction (``run_write``).
 
 aiosqlite runs every call on its connection's own thread, and SQLAlchemy makes three calls of
 each statement (open a cursor, execute, close it). On an append, those trips cost more than
 SQLite's own work. A ``DriverStatement`` is the SQL and bind processing SQLAlchemy compiles for
-the same statement, run with ``execute_fetchall`` (execute and fetch in one call) on the
-connection of the caller's SQLAlchemy transaction, so it commits or rolls back with it. Rows
+the same statement, executed and fetched in one call on the connection's thread (through
+aiosqlite's ``Connection._execute``, as its own ``execute_fetchall`` does): ``run`` inside the
+caller's SQLAlchemy transaction, so it commits or rolls back with it, ``run_on`` inside a
+``run_write`` transaction. Rows
 come back as tuples with SQLAlchemy's result processing applied (text to ``datetime``). Driver
 errors are wrapped as SQLAlchemy would wrap them, so they map to storage errors the same way.
 """
@@ -122,6 +125,8 @@ def _in_write_transaction(
 def _execute_on(
     connection: sqlite3.Connection, sql: str, parameters: tuple[Any, ...] = ()
 ) -> list[Any]:
+    """On the driver's thread; a driver error is raised as the ``DBAPIError`` SQLAlchemy
+    would have raised for it."""
     try:
         return connection.execute(sql, parameters).fetchall()
     except sqlite3.Error as exc:
@@ -129,9 +134,6 @@ def _execute_on(
 
 
 async def driver_execute(driver: Any, sql: str, parameters: tuple[Any, ...] = ()) -> Sequence[Any]:
-    """``sql`` on an aiosqlite connection in one trip, its rows fetched; a driver error is
-    raised as the ``DBAPIError`` SQLAlchemy would have raised for it."""
-    try:
-        return list(await driver.execute_fetchall(sql, parameters))
-    except sqlite3.Error as exc:
-        raise DBAPIError.instance(sql, parameters, exc, sqlite3.Error) from exc
+    """``sql`` on an aiosqlite connection in one trip, its rows fetched (what aiosqlite's
+    ``execute_fetchall`` does, with ``_execute_on``'s error wrapping)."""
+    return cast(list[Any], await driver._execute(_execute_on, driver._conn, sql, parameters))
