@@ -7,9 +7,9 @@ SQLite's own work. A ``DriverStatement`` is the SQL and bind processing SQLAlche
 the same statement, executed and fetched in one call on the connection's thread (through
 aiosqlite's ``Connection._execute``, as its own ``execute_fetchall`` does): ``run`` inside the
 caller's SQLAlchemy transaction, so it commits or rolls back with it, ``run_on`` inside a
-``run_write`` transaction. Rows
-come back as tuples with SQLAlchemy's result processing applied (text to ``datetime``). Driver
-errors are wrapped as SQLAlchemy would wrap them, so they map to storage errors the same way.
+``run_write`` transaction. Rows come back as tuples with SQLAlchemy's result processing applied
+(text to ``datetime``). Driver errors are wrapped as SQLAlchemy would wrap them, so they map to
+storage errors the same way.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ class DriverStatement:
         return self._processed(_execute_on(connection, self.sql, self.parameters(values)))
 
     def _processed(self, rows: Sequence[Any]) -> Sequence[Any]:
-        if not self.results:
-            return list(rows)
+        if not self.results:  # already a fresh list from the driver
+            return rows
         return [
             tuple(v if p is None else p(v) for v, p in zip(row, self.results, strict=True))
             for row in rows
