@@ -434,6 +434,11 @@ def test_attaching_waits_until_the_session_has_loaded(
     page.route(f"**/chat/sessions/{second['id']}/messages", lambda route: held.append(route))
     page.evaluate("id => { location.hash = `#/chat/${id}`; }", second["id"])
     expect(attach).to_be_disabled()
+    # The button is disabled at once; the messages request may leave a moment later, and a
+    # route handler only runs while Playwright is pumping events, so wait inside the page.
+    deadline = time.monotonic() + 15
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
     assert len(held) == 1
     held[0].continue_()
     expect(attach).to_be_enabled()
