@@ -1,5 +1,5 @@
 """Statements and BEGIN sent to aiosqlite directly, inside SQLAlchemy's transactions, and
-write transactions run whole on aiosqlite's thread."""
+read and write transactions run whole on aiosqlite's thread."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage import engine as engine_module
-from youyou.adapters.storage.engine import create_engine, migrate, sqlite_write, transaction
+from youyou.adapters.storage.engine import (
+    create_engine,
+    migrate,
+    sqlite_read,
+    sqlite_write,
+    transaction,
+)
 from youyou.adapters.storage.sqlite_driver import DriverStatement, compiled_statement
 from youyou.adapters.storage.tables import sessions
 from youyou.domain.errors import AgentError, ErrorCode
@@ -194,3 +200,51 @@ async def test_a_cancelled_caller_never_leaves_the_connection_inside_a_transacti
     await sqlite_write(engine, "writing", lambda c: insert.run_on(c, second))
     assert sorted(await _rows(engine)) == ["s-1", "s-2"]
     other_process_writing(engine).close()
+
+
+async def test_a_one_trip_read_sees_one_snapshot_without_taking_the_write_lock(
+    engine: AsyncEngine,
+) -> None:
+    insert, row = _insert(engine)
+    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    query = compiled_statement(select(sessions.c.id), engine.dialect)
+    # A writer elsewhere does not block a reader (it writes from the driver's thread below).
+    holder = sqlite3.connect(
+        str(engine.url.database), isolation_level=None, timeout=0, check_same_thread=False
+    )
+    holder.execute("BEGIN IMMEDIATE")
+    seen: list[int] = []
+
+    def work(connection: sqlite3.Connection) -> list[object]:
+        seen.append(threading.get_ident())
+        first = query.run_on(connection, {})
+        # Another process commits between the two reads; the snapshot does not move.
+        holder.execute(
+            "INSERT INTO sessions (id, title, title_folded, created_at, updated_at, "
+            "message_count, last_seq) VALUES ('s-2', 't', 't', 'x', 'x', 0, 1)"
+        )
+        holder.execute("COMMIT")
+        return [*first, *query.run_on(connection, {})]
+
+    try:
+        assert await sqlite_read(engine, "reading", work) == [("s-1",), ("s-1",)]
+    finally:
+        holder.close()
+    assert seen and seen[0] != threading.get_ident()
+    assert sorted(await _rows(engine)) == ["s-1", "s-2"]  # the next read sees the commit
+
+
+async def test_a_failing_one_trip_read_leaves_no_transaction_open(engine: AsyncEngine) -> None:
+    missing = DriverStatement("SELECT * FROM no_such_table", (), ())
+
+    def work(connection: sqlite3.Connection) -> None:
+        missing.run_on(connection, {})
+
+    with pytest.raises(AgentError) as exc:
+        await sqlite_read(engine, "reading a session", work)
+    assert exc.value.code is ErrorCode.STORAGE_ERROR
+    assert exc.value.message.startswith("reading a session failed")
+    other_process_writing(engine).close()  # no read transaction pins the connection
+    insert, row = _insert(engine)
+    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    assert await _rows(engine) == ["s-1"]

@@ -16,8 +16,7 @@ from youyou.domain.context import (
     TurnCounter,
     VisibleMessage,
     project_event,
-    rebuild_visible_messages,
-    visible_call_ids,
+    project_ledger,
 )
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.ledger import LedgerEvent, ToolResult
@@ -50,17 +49,17 @@ class ContextManager:
 
     def rebuild(self, events: Iterable[LedgerEvent], compaction: CompactionRecord | None) -> None:
         """Replace the state from the ledger through the one shared projection."""
-        after = [e for e in events if compaction is None or e.seq > compaction.replaces_through_seq]
+        projection = project_ledger(events, compaction)
+        visible = projection.visible
+        for index, vm in enumerate(visible):
+            if isinstance(vm.message, ToolResult):
+                visible[index] = self._fit(vm)
         self.state.latest_compaction = compaction
-        self.state.visible_messages = [
-            self._fit(vm) for vm in rebuild_visible_messages(after, compaction)
-        ]
-        self._visible_calls = visible_call_ids(self.state.visible_messages)
+        self.state.visible_messages = visible
+        self._visible_calls = projection.calls
         self._recount()
-        self.ledger_messages = sum(1 for vm in self.state.visible_messages if vm.source_seq)
-        self.turns = TurnCounter()
-        for event in after:
-            self.turns.feed(event.payload)
+        self.ledger_messages = projection.ledger_messages
+        self.turns = projection.turns
 
     def append(self, event: LedgerEvent) -> None:
         """Live path: the same per-event projection ``rebuild`` uses."""

@@ -267,14 +267,14 @@ class SessionService:
             runtime.summary = head.summary
             with collector_paused():
                 runtime.context.rebuild(runtime.events, record)
+                # Convert the history for the provider now, so the first turn pays only for
+                # itself (calls answered below extend the same list and convert later).
+                visible = runtime.context.state.visible_messages
+                runtime.requests.messages.prefix(visible, len(visible))
             change = read_metadata(head.latest_memory_mode, MemoryModeChange)
             if change is not None:
                 runtime.compaction = runtime.compaction.model_copy(update={"mode": change.mode})
             await self.answer_interrupted_calls(runtime)
-            # Convert the history for the provider now, so the first turn pays only for itself.
-            visible = runtime.context.state.visible_messages
-            with collector_paused():
-                runtime.requests.messages.prefix(visible, len(visible))
             runtime.turn_index = checkpoint.turn_index + sum(
                 1
                 for e in runtime.events

@@ -85,16 +85,32 @@ def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMe
     return []
 
 
-def visible_call_ids(visible: Iterable[VisibleMessage]) -> set[str]:
-    return {vm.message.call.call_id for vm in visible if isinstance(vm.message, ToolCall)}
+@dataclass(slots=True)
+class LedgerProjection:
+    """What a ledger suffix shows the model, with what resume needs from the same pass."""
+
+    visible: list[VisibleMessage]
+    calls: set[str]
+    """Ids of the visible tool calls (a later result is shown only with its call)."""
+    turns: TurnCounter
+    ledger_messages: int
+    """Ledger events that contributed a visible message."""
 
 
-def rebuild_visible_messages(
+def project_ledger(
     events: Iterable[LedgerEvent], compaction: CompactionRecord | None
-) -> list[VisibleMessage]:
-    """Shared by the live path, the provider retry path and resume; never fork it."""
+) -> LedgerProjection:
+    """The one projection of a ledger, shared by the live path (event by event, through
+    ``project_event``), the provider retry path and resume; never fork it.
+
+    One pass: resuming thousands of events paid as much for separate passes (filter, project,
+    collect call ids, count turns) as for the projection itself.
+    """
     visible: list[VisibleMessage] = []
     calls: set[str] = set()
+    turns = TurnCounter()
+    feed = turns.feed
+    contributed = 0
     boundary = 0
     if compaction is not None:
         boundary = compaction.replaces_through_seq
@@ -102,9 +118,23 @@ def rebuild_visible_messages(
             summary = render_compaction_summary(compaction.summary_body)
             visible.append(VisibleMessage(None, SystemMessage(content=summary)))
     for event in events:
-        if event.seq > boundary:
-            visible.extend(project_event(event, calls))
-    return visible
+        if event.seq <= boundary:
+            continue
+        payload = event.payload
+        feed(payload)
+        if type(payload) is UserMessage:  # most events: exactly what project_event returns
+            visible.append(VisibleMessage(event.seq, payload))
+            contributed += 1
+        elif projected := project_event(event, calls):
+            visible.extend(projected)
+            contributed += 1
+    return LedgerProjection(visible, calls, turns, contributed)
+
+
+def rebuild_visible_messages(
+    events: Iterable[LedgerEvent], compaction: CompactionRecord | None
+) -> list[VisibleMessage]:
+    return project_ledger(events, compaction).visible
 
 
 def first_safe_cut(messages: Sequence[VisibleMessage], start: int) -> int:

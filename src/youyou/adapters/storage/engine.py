@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util import await_
 
 from youyou.adapters.storage.errors import storage_error
-from youyou.adapters.storage.sqlite_driver import driver_execute, run_write
+from youyou.adapters.storage.sqlite_driver import driver_execute, run_transaction
 from youyou.adapters.storage.tables import VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
@@ -176,12 +176,28 @@ async def transaction(
 async def sqlite_write(
     engine: AsyncEngine, action: str, work: Callable[[sqlite3.Connection], _T]
 ) -> _T:
-    """A write transaction on SQLite run whole on the driver's thread (``run_write``): for
-    hot writes whose statements are known up front, such as a ledger append."""
+    """A write transaction on SQLite run whole on the driver's thread (``run_transaction``):
+    for hot writes whose statements are known up front, such as a ledger append."""
+    async with _writer_turn(engine):
+        return await _sqlite_transaction(engine, action, work, write=True)
+
+
+async def sqlite_read(
+    engine: AsyncEngine, action: str, work: Callable[[sqlite3.Connection], _T]
+) -> _T:
+    """A read transaction (one snapshot) on SQLite run whole on the driver's thread: for hot
+    reads such as loading a session, where SQLAlchemy's begin and commit trips cost more than
+    the statements."""
+    return await _sqlite_transaction(engine, action, work, write=False)
+
+
+async def _sqlite_transaction(
+    engine: AsyncEngine, action: str, work: Callable[[sqlite3.Connection], _T], *, write: bool
+) -> _T:
     with _storage_errors(engine, action):
-        async with _writer_turn(engine), engine.connect() as conn:
+        async with engine.connect() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
-            return await run_write(driver, work)
+            return await run_transaction(driver, work, write=write)
 
 
 @contextmanager

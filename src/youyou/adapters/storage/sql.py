@@ -39,6 +39,7 @@ from youyou.adapters.storage.engine import (
     SqliteSynchronous,
     create_engine,
     migrate,
+    sqlite_read,
     sqlite_write,
     transaction,
 )
@@ -89,6 +90,7 @@ _HEAD = select(*_SUMMARY_COLUMNS, sessions.c.last_seq, *SLOT_COLUMNS.values()).w
 )
 _HEAD_NAMES = tuple(column.name for column in _HEAD.selected_columns)
 _SLOT_NAMES = tuple(column.name for column in SLOT_COLUMNS.values())
+_SESSION_ID = select(sessions.c.id).where(sessions.c.id == bindparam("id"))
 # The head's metadata events; a slot that is NULL matches nothing.
 _SLOT_EVENTS = select(*_EVENT_COLUMNS, ledger_events.c.seq).where(
     ledger_events.c.session_id == bindparam("session_id"),
@@ -155,17 +157,25 @@ class SqlSessionStorage:
             raise seq_conflict(action)
 
     async def load_events(self, session_id: str, after_seq: int = 0) -> Sequence[LedgerEvent]:
-        async with self._transaction(f"loading session {session_id!r}") as conn:
-            rows = await self._event_rows(conn, session_id, after_seq, None)
+        action = f"loading session {session_id!r}"
+        if self._postgresql:
+            async with self._transaction(action) as conn:
+                rows = await self._rows(conn, _EVENTS_BETWEEN, _between(session_id, after_seq))
+                if not rows:
+                    await self._require_session(conn, session_id)
+        else:
+            rows = await sqlite_read(
+                self._engine, action, partial(self._sqlite_events, session_id, after_seq)
+            )
         return decode_events(rows)
 
-    async def _event_rows(
-        self, conn: AsyncConnection, session_id: str, after_seq: int, through_seq: int | None
+    def _sqlite_events(
+        self, session_id: str, after_seq: int, connection: sqlite3.Connection
     ) -> Sequence[tuple[str, int]]:
-        values = {"session_id": session_id, "after_seq": after_seq, "through_seq": through_seq}
-        rows = await self._rows(conn, _EVENTS_BETWEEN, values)
-        if not rows and through_seq is None:
-            await self._require_session(conn, session_id)
+        """On the driver's thread: the rows after ``after_seq``, or SESSION_NOT_FOUND."""
+        rows = self._driver(_EVENTS_BETWEEN).run_on(connection, _between(session_id, after_seq))
+        if not rows and not self._driver(_SESSION_ID).run_on(connection, {"id": session_id}):
+            raise session_not_found(session_id)
         return rows
 
     async def last_seq(self, session_id: str) -> int:
@@ -182,36 +192,46 @@ class SqlSessionStorage:
 
     async def load_head(self, session_id: str) -> SessionHead:
         action = f"loading the head of session {session_id!r}"
-        async with self._transaction(action) as conn:
-            return await self._head(conn, session_id, action)
+        return _head(session_id, action, *await self._head_rows(session_id, action))
 
     async def load_session(
         self, session_id: str, events_after: Callable[[SessionHead], int]
     ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
+        """Two reads: the head, then the events ``events_after`` it asks for through the head's
+        last seq. Later appends are past that bound and the events up to it never change, so
+        the two reads need not share a transaction."""
         action = f"loading session {session_id!r}"
-        async with self._transaction(action) as conn:
-            head = await self._head(conn, session_id, action)
-            rows = await self._event_rows(conn, session_id, events_after(head), head.last_seq)
+        head = _head(session_id, action, *await self._head_rows(session_id, action))
+        values = _between(session_id, events_after(head), head.last_seq)
+        if self._postgresql:
+            async with self._transaction(action) as conn:
+                rows = await self._rows(conn, _EVENTS_BETWEEN, values)
+        else:
+            run = self._driver(_EVENTS_BETWEEN).run_on
+            rows = await sqlite_read(self._engine, action, partial(run, values=values))
         return head, decode_events(rows)
 
-    async def _head(self, conn: AsyncConnection, session_id: str, action: str) -> SessionHead:
-        found = await self._rows(conn, _HEAD, {"session_id": session_id})
+    async def _head_rows(self, session_id: str, action: str) -> _HeadRows:
+        if not self._postgresql:
+            read = partial(self._sqlite_head_rows, session_id)
+            return await sqlite_read(self._engine, action, read)
+        async with self._transaction(action) as conn:
+            found = await self._rows(conn, _HEAD, {"session_id": session_id})
+            if not found:
+                return None, ()
+            slots = _slot_values(found[0], session_id)
+            return found[0], await self._rows(conn, _SLOT_EVENTS, slots)
+
+    def _sqlite_head_rows(self, session_id: str, connection: sqlite3.Connection) -> _HeadRows:
+        """On the driver's thread: the head row and its metadata events, in one snapshot."""
+        found = self._driver(_HEAD).run_on(connection, {"session_id": session_id})
         if not found:
-            raise session_not_found(session_id)
-        head = dict(zip(_HEAD_NAMES, found[0], strict=True))
-        slots = {name: head[name] for name in _SLOT_NAMES}
-        rows = await self._rows(conn, _SLOT_EVENTS, {"session_id": session_id, **slots})
-        events = {seq: decode_event(document, version) for document, version, seq in rows}
-        if head["profile_seq"] not in events:
-            raise storage_error(f"{action}: the session has no session_profile event")
-        return SessionHead(
-            summary=_summary(head),
-            last_seq=head["last_seq"],
-            profile=events[head["profile_seq"]],
-            latest_compaction=events.get(head["compaction_seq"]),
-            latest_memory_checkpoint=events.get(head["checkpoint_seq"]),
-            latest_memory_mode=events.get(head["memory_mode_seq"]),
-        )
+            return None, ()
+        slots = _slot_values(found[0], session_id)
+        return found[0], self._driver(_SLOT_EVENTS).run_on(connection, slots)
+
+    def _driver(self, statement: Select[Any]) -> DriverStatement:
+        return _sqlite_statement(statement, self._engine.dialect)
 
     async def _rows(
         self, conn: AsyncConnection, statement: Select[Any], values: dict[str, Any]
@@ -220,7 +240,7 @@ class SqlSessionStorage:
         result processing (dates) applied to the columns that need it."""
         if self._postgresql:
             return [tuple(row) for row in await conn.execute(statement, values)]
-        return await _sqlite_statement(statement, self._engine.dialect).run(conn, values)
+        return await self._driver(statement).run(conn, values)
 
     async def list_sessions(self, query: SessionListQuery) -> SessionPage:
         check_limit(query.limit)
@@ -252,6 +272,40 @@ class SqlSessionStorage:
         found = await conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id))
         if found is None:
             raise session_not_found(session_id)
+
+
+_HeadRows = tuple[tuple[Any, ...] | None, Sequence[tuple[Any, ...]]]
+
+
+def _between(session_id: str, after_seq: int, through_seq: int | None = None) -> dict[str, Any]:
+    return {"session_id": session_id, "after_seq": after_seq, "through_seq": through_seq}
+
+
+def _slot_values(head_row: tuple[Any, ...], session_id: str) -> dict[str, Any]:
+    head = dict(zip(_HEAD_NAMES, head_row, strict=True))
+    return {"session_id": session_id, **{name: head[name] for name in _SLOT_NAMES}}
+
+
+def _head(
+    session_id: str,
+    action: str,
+    head_row: tuple[Any, ...] | None,
+    slot_rows: Sequence[tuple[Any, ...]],
+) -> SessionHead:
+    if head_row is None:
+        raise session_not_found(session_id)
+    head = dict(zip(_HEAD_NAMES, head_row, strict=True))
+    events = {seq: decode_event(document, version) for document, version, seq in slot_rows}
+    if head["profile_seq"] not in events:
+        raise storage_error(f"{action}: the session has no session_profile event")
+    return SessionHead(
+        summary=_summary(head),
+        last_seq=head["last_seq"],
+        profile=events[head["profile_seq"]],
+        latest_compaction=events.get(head["compaction_seq"]),
+        latest_memory_checkpoint=events.get(head["checkpoint_seq"]),
+        latest_memory_mode=events.get(head["memory_mode_seq"]),
+    )
 
 
 def event_row(session_id: str, event: LedgerEvent) -> dict[str, Any]:

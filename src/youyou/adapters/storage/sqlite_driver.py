@@ -1,5 +1,5 @@
 """Statements run on SQLite through aiosqlite directly: one trip to its thread per statement,
-or per whole write transaction (``run_write``).
+or per whole transaction (``run_transaction``).
 
 aiosqlite runs every call on its connection's own thread, and SQLAlchemy makes three calls of
 each statement (open a cursor, execute, close it). On an append, those trips cost more than
@@ -7,7 +7,7 @@ SQLite's own work. A ``DriverStatement`` is the SQL and bind processing SQLAlche
 the same statement, executed and fetched in one call on the connection's thread (through
 aiosqlite's ``Connection._execute``, as its own ``execute_fetchall`` does): ``run`` inside the
 caller's SQLAlchemy transaction, so it commits or rolls back with it, ``run_on`` inside a
-``run_write`` transaction. Rows come back as tuples with SQLAlchemy's result processing applied
+``run_transaction``. Rows come back as tuples with SQLAlchemy's result processing applied
 (text to ``datetime``). Driver errors are wrapped as SQLAlchemy would wrap them, so they map to
 storage errors the same way.
 """
@@ -60,7 +60,7 @@ class DriverStatement:
         return self._processed(await driver_execute(driver, self.sql, self.parameters(values)))
 
     def run_on(self, connection: sqlite3.Connection, values: Mapping[str, Any]) -> Sequence[Any]:
-        """Execute on the driver's own thread, inside a ``run_write`` transaction."""
+        """Execute on the driver's own thread, inside a ``run_transaction``."""
         return self._processed(_execute_on(connection, self.sql, self.parameters(values)))
 
     def _processed(self, rows: Sequence[Any]) -> Sequence[Any]:
@@ -87,12 +87,16 @@ def compiled_statement(statement: ReturnsRows, dialect: Dialect) -> DriverStatem
     return found
 
 
-async def run_write(driver: Any, work: Callable[[sqlite3.Connection], _T]) -> _T:
-    """``BEGIN IMMEDIATE``, ``work`` and ``COMMIT`` (``ROLLBACK`` if anything fails) in one
-    trip to the aiosqlite connection's thread instead of one trip per statement: the trips,
-    not SQLite, were most of a durable append (0.47 ms for four against 0.15 ms for one on
-    the 2-core machine). aiosqlite runs its own ``execute_fetchall`` the same way, through
-    ``Connection._execute``; tests/test_storage_sqlite_driver.py holds it to that contract.
+async def run_transaction(
+    driver: Any, work: Callable[[sqlite3.Connection], _T], *, write: bool
+) -> _T:
+    """``BEGIN`` (``BEGIN IMMEDIATE`` to ``write``), ``work`` and ``COMMIT`` (``ROLLBACK`` if
+    anything fails) in one trip to the aiosqlite connection's thread instead of one trip per
+    statement: the trips, not SQLite, were most of a durable append (0.47 ms for four against
+    0.15 ms for one on the 2-core machine) and most of loading a session's head. aiosqlite
+    runs its own ``execute_fetchall`` the same way, through ``Connection._execute``;
+    tests/test_storage_sqlite_driver.py holds it to that contract. A read transaction sees one
+    snapshot of the database (WAL) for all of ``work``'s statements.
 
     The transaction ends on the driver's thread whatever happens to the awaiting task, so a
     cancelled caller never leaves the connection inside a transaction (as a cancel between
@@ -100,7 +104,8 @@ async def run_write(driver: Any, work: Callable[[sqlite3.Connection], _T]) -> _T
     turn as the process's writer while SQLite's write lock is still held, and, like any
     commit cancelled at the last moment, the write may be durable.
     """
-    trip = asyncio.ensure_future(driver._execute(_in_write_transaction, driver._conn, work))
+    begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+    trip = asyncio.ensure_future(driver._execute(_in_transaction, driver._conn, begin, work))
     try:
         return cast(_T, await asyncio.shield(trip))
     except asyncio.CancelledError:
@@ -108,10 +113,10 @@ async def run_write(driver: Any, work: Callable[[sqlite3.Connection], _T]) -> _T
         raise
 
 
-def _in_write_transaction(
-    connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], _T]
+def _in_transaction(
+    connection: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], _T]
 ) -> _T:
-    _execute_on(connection, "BEGIN IMMEDIATE")
+    _execute_on(connection, begin)
     try:
         result = work(connection)
         _execute_on(connection, "COMMIT")
