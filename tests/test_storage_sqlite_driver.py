@@ -17,10 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage import engine as engine_module
 from youyou.adapters.storage.engine import (
+    SqliteConnection,
     create_engine,
     migrate,
-    sqlite_read,
-    sqlite_write,
     transaction,
 )
 from youyou.adapters.storage.sqlite_driver import DriverStatement, compiled_statement
@@ -47,6 +46,14 @@ async def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     await migrate(created)
     yield created
     await created.dispose()
+
+
+@pytest.fixture
+async def held(engine: AsyncEngine) -> AsyncIterator[SqliteConnection]:
+    """The connection a storage holds for its one-trip transactions."""
+    connection = SqliteConnection(engine)
+    yield connection
+    await connection.close()
 
 
 def other_process_writing(engine: AsyncEngine) -> sqlite3.Connection:
@@ -107,7 +114,7 @@ def _insert(engine: AsyncEngine, **changes: object) -> tuple[DriverStatement, di
 
 
 async def test_a_one_trip_write_runs_on_aiosqlites_own_thread_and_commits(
-    engine: AsyncEngine,
+    engine: AsyncEngine, held: SqliteConnection
 ) -> None:
     insert, row = _insert(engine)
     seen: list[int] = []
@@ -118,13 +125,15 @@ async def test_a_one_trip_write_runs_on_aiosqlites_own_thread_and_commits(
         insert.run_on(connection, row)
         return "done"
 
-    assert await sqlite_write(engine, "writing", work) == "done"
+    assert await held.write("writing", work) == "done"
     assert seen and seen[0] != threading.get_ident()  # not the event loop's thread
     assert await _rows(engine) == ["s-1"]
     other_process_writing(engine).close()  # committed: the write lock is free
 
 
-async def test_a_failing_one_trip_write_rolls_back_all_of_it(engine: AsyncEngine) -> None:
+async def test_a_failing_one_trip_write_rolls_back_all_of_it(
+    engine: AsyncEngine, held: SqliteConnection
+) -> None:
     insert, row = _insert(engine)
 
     def work(connection: sqlite3.Connection) -> None:
@@ -132,40 +141,50 @@ async def test_a_failing_one_trip_write_rolls_back_all_of_it(engine: AsyncEngine
         insert.run_on(connection, row)  # the primary key refuses it
 
     with pytest.raises(AgentError) as exc:
-        await sqlite_write(engine, "writing twice", work)
+        await held.write("writing twice", work)
     assert exc.value.code is ErrorCode.STORAGE_ERROR
     assert exc.value.message.startswith("writing twice failed")
     assert await _rows(engine) == []  # the first insert went with it
     other_process_writing(engine).close()  # nothing was left open
-    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    await held.write("writing", lambda c: insert.run_on(c, row))
     assert await _rows(engine) == ["s-1"]
 
 
-Write = Callable[[AsyncEngine, str, DriverStatement, dict[str, object]], Awaitable[None]]
+Write = Callable[
+    [AsyncEngine, SqliteConnection, str, DriverStatement, dict[str, object]], Awaitable[None]
+]
 
 
 async def _write_through_sqlalchemy(
-    engine: AsyncEngine, action: str, insert: DriverStatement, row: dict[str, object]
+    engine: AsyncEngine,
+    _held: SqliteConnection,
+    action: str,
+    insert: DriverStatement,
+    row: dict[str, object],
 ) -> None:
     async with transaction(engine, action, write=True) as conn:
         await insert.run(conn, row)
 
 
 async def _write_in_one_trip(
-    engine: AsyncEngine, action: str, insert: DriverStatement, row: dict[str, object]
+    _engine: AsyncEngine,
+    held: SqliteConnection,
+    action: str,
+    insert: DriverStatement,
+    row: dict[str, object],
 ) -> None:
-    await sqlite_write(engine, action, lambda connection: insert.run_on(connection, row))
+    await held.write(action, lambda connection: insert.run_on(connection, row))
 
 
 @pytest.mark.parametrize("write", [_write_through_sqlalchemy, _write_in_one_trip])
 async def test_a_write_meeting_another_process_write_lock_is_a_storage_error(
-    engine: AsyncEngine, write: Write
+    engine: AsyncEngine, held: SqliteConnection, write: Write
 ) -> None:
     insert, row = _insert(engine)
     holder = other_process_writing(engine)
     try:
         with pytest.raises(AgentError) as exc:
-            await write(engine, "appending event 2", insert, row)
+            await write(engine, held, "appending event 2", insert, row)
         assert exc.value.code is ErrorCode.STORAGE_ERROR
         assert "appending event 2" in exc.value.message
         assert "another process holds the database's write lock" in exc.value.message
@@ -173,12 +192,12 @@ async def test_a_write_meeting_another_process_write_lock_is_a_storage_error(
     finally:
         holder.rollback()
         holder.close()
-    await write(engine, "writing", insert, row)  # the pool's connection is fine
+    await write(engine, held, "writing", insert, row)  # the pool's connection is fine
     assert await _rows(engine) == ["s-1"]
 
 
 async def test_a_cancelled_caller_never_leaves_the_connection_inside_a_transaction(
-    engine: AsyncEngine,
+    engine: AsyncEngine, held: SqliteConnection
 ) -> None:
     insert, row = _insert(engine)
     started = threading.Event()
@@ -188,7 +207,7 @@ async def test_a_cancelled_caller_never_leaves_the_connection_inside_a_transacti
         time.sleep(0.3)  # the caller is cancelled meanwhile
         insert.run_on(connection, row)
 
-    task = asyncio.create_task(sqlite_write(engine, "writing slowly", slow))
+    task = asyncio.create_task(held.write("writing slowly", slow))
     await asyncio.to_thread(started.wait, 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -197,16 +216,16 @@ async def test_a_cancelled_caller_never_leaves_the_connection_inside_a_transacti
     other_process_writing(engine).close()
     assert await _rows(engine) == ["s-1"]
     second = {**ROW, "id": "s-2"}
-    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, second))
+    await held.write("writing", lambda c: insert.run_on(c, second))
     assert sorted(await _rows(engine)) == ["s-1", "s-2"]
     other_process_writing(engine).close()
 
 
 async def test_a_one_trip_read_sees_one_snapshot_without_taking_the_write_lock(
-    engine: AsyncEngine,
+    engine: AsyncEngine, held: SqliteConnection
 ) -> None:
     insert, row = _insert(engine)
-    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    await held.write("writing", lambda c: insert.run_on(c, row))
     query = compiled_statement(select(sessions.c.id), engine.dialect)
     # A writer elsewhere does not block a reader (it writes from the driver's thread below).
     holder = sqlite3.connect(
@@ -227,24 +246,61 @@ async def test_a_one_trip_read_sees_one_snapshot_without_taking_the_write_lock(
         return [*first, *query.run_on(connection, {})]
 
     try:
-        assert await sqlite_read(engine, "reading", work) == [("s-1",), ("s-1",)]
+        assert await held.read("reading", work) == [("s-1",), ("s-1",)]
     finally:
         holder.close()
     assert seen and seen[0] != threading.get_ident()
     assert sorted(await _rows(engine)) == ["s-1", "s-2"]  # the next read sees the commit
 
 
-async def test_a_failing_one_trip_read_leaves_no_transaction_open(engine: AsyncEngine) -> None:
+async def test_a_failing_one_trip_read_leaves_no_transaction_open(
+    engine: AsyncEngine, held: SqliteConnection
+) -> None:
     missing = DriverStatement("SELECT * FROM no_such_table", (), ())
 
     def work(connection: sqlite3.Connection) -> None:
         missing.run_on(connection, {})
 
     with pytest.raises(AgentError) as exc:
-        await sqlite_read(engine, "reading a session", work)
+        await held.read("reading a session", work)
     assert exc.value.code is ErrorCode.STORAGE_ERROR
     assert exc.value.message.startswith("reading a session failed")
     other_process_writing(engine).close()  # no read transaction pins the connection
     insert, row = _insert(engine)
-    await sqlite_write(engine, "writing", lambda c: insert.run_on(c, row))
+    await held.write("writing", lambda c: insert.run_on(c, row))
     assert await _rows(engine) == ["s-1"]
+
+
+async def test_the_held_connection_is_kept_and_replaced_after_a_failure(
+    held: SqliteConnection,
+) -> None:
+    missing = DriverStatement("SELECT * FROM no_such_table", (), ())
+
+    def same(connection: sqlite3.Connection) -> sqlite3.Connection:
+        return connection
+
+    first = await held.read("reading", same)
+    assert await held.write("writing", same) is first  # one connection for both
+    with pytest.raises(AgentError):
+        await held.read("reading", lambda connection: missing.run_on(connection, {}))
+    assert await held.read("reading", same) is not first  # a fresh one after the failure
+
+
+async def test_overlapping_calls_on_the_held_connection_are_each_one_transaction(
+    engine: AsyncEngine, held: SqliteConnection
+) -> None:
+    insert, _ = _insert(engine)
+    rows = [{**ROW, "id": f"s-{n}"} for n in range(20)]
+    count = compiled_statement(select(sessions.c.id), engine.dialect)
+
+    def write(row: dict[str, object], connection: sqlite3.Connection) -> None:
+        insert.run_on(connection, row)
+        time.sleep(0.001)  # another call queued meanwhile must not run inside this one
+
+    def read(connection: sqlite3.Connection) -> int:
+        return len(count.run_on(connection, {}))
+
+    writes = [held.write("writing", lambda c, row=row: write(row, c)) for row in rows]
+    # A call run inside another's transaction would fail on its BEGIN.
+    await asyncio.gather(*writes, *(held.read("reading", read) for _ in rows))
+    assert sorted(await _rows(engine)) == sorted(str(row["id"]) for row in rows)

@@ -36,11 +36,10 @@ from youyou.adapters.storage.codec import (
     metadata_key,
 )
 from youyou.adapters.storage.engine import (
+    SqliteConnection,
     SqliteSynchronous,
     create_engine,
     migrate,
-    sqlite_read,
-    sqlite_write,
     transaction,
 )
 from youyou.adapters.storage.errors import session_not_found, storage_error
@@ -104,6 +103,7 @@ class SqlSessionStorage:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._postgresql = engine.dialect.name == "postgresql"
+        self._sqlite = SqliteConnection(engine)
 
     @classmethod
     async def open(
@@ -127,6 +127,7 @@ class SqlSessionStorage:
         return SqlSessionLeases(self._engine)
 
     async def close(self) -> None:
+        await self._sqlite.close()
         await self._engine.dispose()
 
     def _transaction(
@@ -150,9 +151,7 @@ class SqlSessionStorage:
                 await conn.execute(ledger_events.insert(), row)
         else:
             upsert, insert = _sqlite_append(self._engine.dialect, slot)
-            moved = await sqlite_write(
-                self._engine, action, partial(_append, upsert, values, insert, row)
-            )
+            moved = await self._sqlite.write(action, partial(_append, upsert, values, insert, row))
         if not moved:
             raise seq_conflict(action)
 
@@ -164,8 +163,8 @@ class SqlSessionStorage:
                 if not rows:
                     await self._require_session(conn, session_id)
         else:
-            rows = await sqlite_read(
-                self._engine, action, partial(self._sqlite_events, session_id, after_seq)
+            rows = await self._sqlite.read(
+                action, partial(self._sqlite_events, session_id, after_seq)
             )
         return decode_events(rows)
 
@@ -208,13 +207,13 @@ class SqlSessionStorage:
                 rows = await self._rows(conn, _EVENTS_BETWEEN, values)
         else:
             run = self._driver(_EVENTS_BETWEEN).run_on
-            rows = await sqlite_read(self._engine, action, partial(run, values=values))
+            rows = await self._sqlite.read(action, partial(run, values=values))
         return head, decode_events(rows)
 
     async def _head_rows(self, session_id: str, action: str) -> _HeadRows:
         if not self._postgresql:
             read = partial(self._sqlite_head_rows, session_id)
-            return await sqlite_read(self._engine, action, read)
+            return await self._sqlite.read(action, read)
         async with self._transaction(action) as conn:
             found = await self._rows(conn, _HEAD, {"session_id": session_id})
             if not found:
@@ -344,7 +343,7 @@ def _sqlite_statement(statement: Select[Any], dialect: Dialect) -> DriverStateme
 
 def _sqlite_append(dialect: Dialect, slot: HeadSlot | None) -> tuple[DriverStatement, ...]:
     """The append's two statements, compiled for the SQLite driver: the whole append is one
-    trip to aiosqlite's thread (``sqlite_write``) instead of three per statement through
+    trip to aiosqlite's thread (``SqliteConnection.write``) instead of three per statement through
     SQLAlchemy."""
     upsert, insert = _sqlite_append_statements(slot)
     return compiled_statement(upsert, dialect), compiled_statement(insert, dialect)
