@@ -191,35 +191,42 @@ class SqlSessionStorage:
 
     async def load_head(self, session_id: str) -> SessionHead:
         action = f"loading the head of session {session_id!r}"
-        return _head(session_id, action, *await self._head_rows(session_id, action))
+        if self._postgresql:
+            async with self._transaction(action) as conn:
+                return _head(
+                    session_id, action, *await self._postgresql_head_rows(conn, session_id)
+                )
+        read = partial(self._sqlite_head_rows, session_id)
+        return _head(session_id, action, *await self._sqlite.read(action, read))
 
     async def load_session(
         self, session_id: str, events_after: Callable[[SessionHead], int]
     ) -> tuple[SessionHead, Sequence[LedgerEvent]]:
-        """Two reads: the head, then the events ``events_after`` it asks for through the head's
-        last seq. Later appends are past that bound and the events up to it never change, so
-        the two reads need not share a transaction."""
+        """The head, then the events ``events_after`` asks for through the head's last seq.
+        On SQLite these are two one-trip reads: later appends are past that bound and the
+        events up to it never change, so the reads need not share a transaction."""
         action = f"loading session {session_id!r}"
-        head = _head(session_id, action, *await self._head_rows(session_id, action))
-        values = _between(session_id, events_after(head), head.last_seq)
         if self._postgresql:
             async with self._transaction(action) as conn:
+                head = _head(
+                    session_id, action, *await self._postgresql_head_rows(conn, session_id)
+                )
+                values = _between(session_id, events_after(head), head.last_seq)
                 rows = await self._rows(conn, _EVENTS_BETWEEN, values)
-        else:
-            run = self._driver(_EVENTS_BETWEEN).run_on
-            rows = await self._sqlite.read(action, partial(run, values=values))
+            return head, decode_events(rows)
+        read = partial(self._sqlite_head_rows, session_id)
+        head = _head(session_id, action, *await self._sqlite.read(action, read))
+        values = _between(session_id, events_after(head), head.last_seq)
+        run = self._driver(_EVENTS_BETWEEN).run_on
+        rows = await self._sqlite.read(action, partial(run, values=values))
         return head, decode_events(rows)
 
-    async def _head_rows(self, session_id: str, action: str) -> _HeadRows:
-        if not self._postgresql:
-            read = partial(self._sqlite_head_rows, session_id)
-            return await self._sqlite.read(action, read)
-        async with self._transaction(action) as conn:
-            found = await self._rows(conn, _HEAD, {"session_id": session_id})
-            if not found:
-                return None, ()
-            slots = _slot_values(found[0], session_id)
-            return found[0], await self._rows(conn, _SLOT_EVENTS, slots)
+    async def _postgresql_head_rows(self, conn: AsyncConnection, session_id: str) -> _HeadRows:
+        found = await self._rows(conn, _HEAD, {"session_id": session_id})
+        if not found:
+            return None, ()
+        slots = _slot_values(found[0], session_id)
+        return found[0], await self._rows(conn, _SLOT_EVENTS, slots)
 
     def _sqlite_head_rows(self, session_id: str, connection: sqlite3.Connection) -> _HeadRows:
         """On the driver's thread: the head row and its metadata events, in one snapshot."""
