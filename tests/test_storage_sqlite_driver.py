@@ -7,6 +7,7 @@ import asyncio
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -304,3 +305,14 @@ async def test_overlapping_calls_on_the_held_connection_are_each_one_transaction
     # A call run inside another's transaction would fail on its BEGIN.
     await asyncio.gather(*writes, *(held.read("reading", read) for _ in rows))
     assert sorted(await _rows(engine)) == sorted(str(row["id"]) for row in rows)
+
+
+async def test_the_held_connection_keeps_nothing_a_call_returned(held: SqliteConnection) -> None:
+    """aiosqlite's thread holds its last call's result until its next call; a held connection
+    must not pin a whole session's rows that way."""
+
+    class Rows:
+        pass
+
+    returned = weakref.ref(await held.read("reading", lambda _: Rows()))
+    assert returned() is None

@@ -105,26 +105,35 @@ async def run_transaction(
     commit cancelled at the last moment, the write may be durable.
     """
     begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-    trip = asyncio.ensure_future(driver._execute(_in_transaction, driver._conn, begin, work))
+    # The result comes back in ``box``, emptied here: aiosqlite's thread keeps its last call
+    # and what it returned alive until its next call, which for a held connection could pin a
+    # whole session's rows.
+    box: list[_T] = []
+    trip = asyncio.ensure_future(driver._execute(_in_transaction, driver._conn, begin, work, box))
     try:
-        return cast(_T, await asyncio.shield(trip))
+        await asyncio.shield(trip)
     except asyncio.CancelledError:
         await asyncio.wait([trip])
+        box.clear()
         raise
+    return box.pop()
 
 
 def _in_transaction(
-    connection: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], _T]
-) -> _T:
+    connection: sqlite3.Connection,
+    begin: str,
+    work: Callable[[sqlite3.Connection], _T],
+    box: list[_T],
+) -> None:
     _execute_on(connection, begin)
     try:
-        result = work(connection)
+        box.append(work(connection))
         _execute_on(connection, "COMMIT")
     except BaseException:
+        box.clear()
         if connection.in_transaction:
             connection.rollback()
         raise
-    return result
 
 
 def _execute_on(
