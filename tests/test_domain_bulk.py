@@ -63,3 +63,33 @@ def test_collector_pause_restores_the_previous_state(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _collections_during(allocations: int) -> list[int]:
+    """The generations the collector collected while ``collector_paused`` ended a build of
+    ``allocations`` tracked objects."""
+    seen: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(record)
+    try:
+        with collector_paused():
+            kept = [[] for _ in range(allocations)]
+        assert len(kept) == allocations
+    finally:
+        gc.callbacks.remove(record)
+    return seen
+
+
+def test_a_large_build_ends_with_one_collection_of_young_and_middle_generations() -> None:
+    young, middle, _ = gc.get_threshold()
+    assert _collections_during(young * middle * 2) == [1]
+
+
+def test_a_small_build_leaves_collections_to_the_collector() -> None:
+    young, _, _ = gc.get_threshold()
+    assert _collections_during(young // 2) == []

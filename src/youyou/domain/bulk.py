@@ -19,7 +19,10 @@ def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while acyclic objects are built in bulk.
 
     Each collection walks the whole growing heap: resuming a 100 000-event session spent more
-    time in its passes than in decoding and projecting the events.
+    time in its passes than in decoding and projecting the events. A pause that allocated more
+    than the young collections before a middle one would have seen ends by collecting both
+    generations at once: left to itself, the collector walks all the new objects once as young
+    and again, soon after, as middle-aged (at 100 000 events 0.2 s, then 0.37 s).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -27,6 +30,9 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            young, middle, _ = gc.get_threshold()
+            if young and middle and gc.get_count()[0] > young * middle:
+                gc.collect(1)  # before enabling: the next allocation would start a young one
             gc.enable()
 
 
