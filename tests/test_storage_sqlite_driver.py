@@ -282,9 +282,16 @@ async def test_the_held_connection_is_kept_and_replaced_after_a_failure(
 
     first = await held.read("reading", same)
     assert await held.write("writing", same) is first  # one connection for both
+
+    def refuse(_: sqlite3.Connection) -> None:
+        raise AgentError(ErrorCode.SESSION_NOT_FOUND, "no such session")
+
+    with pytest.raises(AgentError):
+        await held.read("reading", refuse)
+    assert await held.read("reading", same) is first  # a refusal leaves the connection as it is
     with pytest.raises(AgentError):
         await held.read("reading", lambda connection: missing.run_on(connection, {}))
-    assert await held.read("reading", same) is not first  # a fresh one after the failure
+    assert await held.read("reading", same) is not first  # a fresh one after a driver failure
 
 
 async def test_overlapping_calls_on_the_held_connection_are_each_one_transaction(

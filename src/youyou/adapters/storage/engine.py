@@ -180,8 +180,8 @@ class SqliteConnection:
     the trip itself (~0.2 ms each on the 2-core machine), and a ledger append or a session load
     is a single trip, so the storage keeps one connection checked out for them. Calls that
     overlap queue on that connection's thread, each a whole transaction. A connection whose
-    transaction failed is invalidated and the next call checks out a fresh one, as the pool
-    does with a connection that raised.
+    transaction failed in the driver is invalidated and the next call checks out a fresh one,
+    as the pool does with a connection that raised.
     """
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -212,6 +212,8 @@ class SqliteConnection:
             conn, driver = await self._connection()
             try:
                 return await run_transaction(driver, work, write=write)
+            except AgentError:  # a refusal ``work`` raised (rolled back): the connection is fine
+                raise
             except Exception:
                 await self._invalidate(conn)
                 raise
