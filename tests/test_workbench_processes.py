@@ -9,6 +9,7 @@ port; on SQLite it is refused before the server listens.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from fakes.http_server import RecordedRequest, Reply
 from fakes.openai_server import FakeOpenAIServer, text_reply
@@ -37,6 +39,8 @@ from server_kit import (
     try_send,
     write_config,
 )
+from youyou.adapters.storage.engine import create_engine
+from youyou.adapters.storage.lease import SqlSessionLeases
 from youyou.domain.memory_extraction import MEMORY_EXTRACTION_PROMPT
 
 StartPair = Callable[..., tuple[Server, Server]]
@@ -192,14 +196,71 @@ def test_an_idle_copy_the_other_server_wrote_to_is_dropped_without_extracting(
     while open_sessions(on_a) or open_sessions(on_b):
         assert time.monotonic() < deadline, "idle sessions were not closed"
         time.sleep(0.2)
-    extractions = [
+    extractions = extraction_requests(fake_model)
+    assert len(extractions) == 1, "only the process that wrote last extracts"
+    assert "second, on b" in json.dumps(extractions[0].json["messages"])
+
+
+def extraction_requests(fake_model: FakeOpenAIServer) -> list[RecordedRequest]:
+    return [
         request
         for request in fake_model.requests
         if model_messages(request)
         and request.json["messages"][0]["content"] == MEMORY_EXTRACTION_PROMPT
     ]
-    assert len(extractions) == 1, "only the process that wrote last extracts"
-    assert "second, on b" in json.dumps(extractions[0].json["messages"])
+
+
+def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_free(
+    start_pair: StartPair, fake_model: FakeOpenAIServer, pg_url: str
+) -> None:
+    """Both servers hold an idle copy; while a third holder has the lease (as when the other
+    server drops its outdated copy), the up-to-date copy waits instead of being dropped, so
+    its memories are still extracted, once."""
+    a, b = start_pair(extra="[server]\nsession_idle_s = 1", memory=True)
+    on_a, on_b = same_user(a, b, "gina")
+    sid = on_a.new_session()["id"]
+    on_a.send(sid, "first, on a")
+    on_b.send(sid, "second, on b")  # a's copy is outdated, b's is the one to extract from
+    ledger_id = asyncio.run(_ledger_id(pg_url, sid))
+    other = "youyou serve, pid 1 on another-host (test)"  # a live holder elsewhere
+    assert asyncio.run(_lease(pg_url, ledger_id, other, acquire=True)) is None
+    try:
+        time.sleep(2.5)  # both copies are idle now, and the reapers have found the lease busy
+        assert (open_sessions(on_a), open_sessions(on_b)) == (1, 1)
+        assert extraction_requests(fake_model) == []
+    finally:
+        asyncio.run(_lease(pg_url, ledger_id, other, acquire=False))
+    deadline = time.monotonic() + 30
+    while open_sessions(on_a) or open_sessions(on_b):
+        assert time.monotonic() < deadline, "idle sessions were not closed"
+        time.sleep(0.2)
+    [extraction] = extraction_requests(fake_model)
+    assert "second, on b" in json.dumps(extraction.json["messages"])
+
+
+async def _ledger_id(pg_url: str, chat_id: str) -> str:
+    engine = create_engine(pg_url)
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text("SELECT ledger_session_id FROM wb_chat_sessions WHERE id = :id"),
+                {"id": chat_id},
+            )
+    finally:
+        await engine.dispose()
+    return str(found)
+
+
+async def _lease(pg_url: str, ledger_id: str, holder: str, *, acquire: bool) -> str | None:
+    engine = create_engine(pg_url)
+    try:
+        leases = SqlSessionLeases(engine)
+        if acquire:
+            return await leases.acquire(ledger_id, holder, 60.0)
+        await leases.release(ledger_id, holder)
+        return None
+    finally:
+        await engine.dispose()
 
 
 def test_the_lease_of_a_killed_server_of_this_machine_is_taken_over_at_once(

@@ -510,7 +510,7 @@ class SessionHub:
                 closing = self._closing[ledger_id] = asyncio.Event()
                 try:
                     deadline = asyncio.get_running_loop().time() + self._close_timeout_s
-                    await self._close_for_good(ledger_id, deadline)
+                    await self._close_for_good(ledger_id, deadline, keep_if_busy=True)
                 except Exception:
                     logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
                 finally:
@@ -518,15 +518,25 @@ class SessionHub:
                     del self._closing[ledger_id]
                     closing.set()
 
-    async def _close_for_good(self, ledger_id: str, deadline: float) -> None:
+    async def _close_for_good(
+        self, ledger_id: str, deadline: float, *, keep_if_busy: bool = False
+    ) -> None:
         """Closing extracts memories, which writes, so it takes the lease; a copy another
         process has written to since (or is writing now) is only dropped: its memories are
-        that process's to extract. Extraction stops at ``deadline`` (event-loop time)."""
-        entry = self._open.pop(ledger_id, None)
+        that process's to extract. Extraction stops at ``deadline`` (event-loop time).
+
+        ``keep_if_busy`` (the idle reaper): while another process holds the lease, the session
+        stays open for the next pass instead of being dropped. That process may only be
+        dropping its own outdated copy, and then the memories are this one's to extract.
+        """
+        entry = self._open.get(ledger_id)
         if entry is None:
             return
         handle = entry.handle
         holder = await self._lease(ledger_id)
+        if holder is not None and keep_if_busy:
+            return
+        self._open.pop(ledger_id, None)  # the caller's claim kept everyone else off it
         if holder is not None:
             await handle.close(extract_memories=False)
             return
