@@ -69,6 +69,8 @@ def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMe
     session go on.
     """
     payload = event.payload
+    if isinstance(payload, UserMessage):  # the most common event first
+        return [VisibleMessage(event.seq, payload)]
     if isinstance(payload, AssistantMessage):
         projected = [VisibleMessage(event.seq, payload)]
         if payload.status is MessageStatus.INCOMPLETE:
@@ -80,7 +82,7 @@ def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMe
         visible_calls.add(payload.call.call_id)
     elif isinstance(payload, ToolResult) and payload.result.call_id not in visible_calls:
         return []
-    if isinstance(payload, UserMessage | ToolCall | ToolResult | SystemMessage):
+    if isinstance(payload, ToolCall | ToolResult | SystemMessage):
         return [VisibleMessage(event.seq, payload)]
     return []
 
@@ -120,12 +122,8 @@ def project_ledger(
     for event in events:
         if event.seq <= boundary:
             continue
-        payload = event.payload
-        feed(payload)
-        if type(payload) is UserMessage:  # most events: exactly what project_event returns
-            visible.append(VisibleMessage(event.seq, payload))
-            contributed += 1
-        elif projected := project_event(event, calls):
+        feed(event.payload)
+        if projected := project_event(event, calls):
             visible.extend(projected)
             contributed += 1
     return LedgerProjection(visible, calls, turns, contributed)
