@@ -160,8 +160,8 @@ class SqlSessionStorage:
         if self._postgresql:
             async with self._transaction(action) as conn:
                 rows = await self._rows(conn, _EVENTS_BETWEEN, _between(session_id, after_seq))
-                if not rows:
-                    await self._require_session(conn, session_id)
+                if not rows and not await self._rows(conn, _SESSION_ID, {"id": session_id}):
+                    raise session_not_found(session_id)
         else:
             rows = await self._sqlite.read(
                 action, partial(self._sqlite_events, session_id, after_seq)
@@ -193,11 +193,8 @@ class SqlSessionStorage:
         action = f"loading the head of session {session_id!r}"
         if self._postgresql:
             async with self._transaction(action) as conn:
-                return _head(
-                    session_id, action, *await self._postgresql_head_rows(conn, session_id)
-                )
-        read = partial(self._sqlite_head_rows, session_id)
-        return _head(session_id, action, *await self._sqlite.read(action, read))
+                return await self._postgresql_head(conn, session_id, action)
+        return await self._sqlite_head(session_id, action)
 
     async def load_session(
         self, session_id: str, events_after: Callable[[SessionHead], int]
@@ -208,25 +205,28 @@ class SqlSessionStorage:
         action = f"loading session {session_id!r}"
         if self._postgresql:
             async with self._transaction(action) as conn:
-                head = _head(
-                    session_id, action, *await self._postgresql_head_rows(conn, session_id)
-                )
+                head = await self._postgresql_head(conn, session_id, action)
                 values = _between(session_id, events_after(head), head.last_seq)
                 rows = await self._rows(conn, _EVENTS_BETWEEN, values)
             return head, decode_events(rows)
-        read = partial(self._sqlite_head_rows, session_id)
-        head = _head(session_id, action, *await self._sqlite.read(action, read))
+        head = await self._sqlite_head(session_id, action)
         values = _between(session_id, events_after(head), head.last_seq)
         run = self._driver(_EVENTS_BETWEEN).run_on
         rows = await self._sqlite.read(action, partial(run, values=values))
         return head, decode_events(rows)
 
-    async def _postgresql_head_rows(self, conn: AsyncConnection, session_id: str) -> _HeadRows:
+    async def _postgresql_head(
+        self, conn: AsyncConnection, session_id: str, action: str
+    ) -> SessionHead:
         found = await self._rows(conn, _HEAD, {"session_id": session_id})
         if not found:
-            return None, ()
+            raise session_not_found(session_id)
         slots = _slot_values(found[0], session_id)
-        return found[0], await self._rows(conn, _SLOT_EVENTS, slots)
+        return _head(session_id, action, found[0], await self._rows(conn, _SLOT_EVENTS, slots))
+
+    async def _sqlite_head(self, session_id: str, action: str) -> SessionHead:
+        read = partial(self._sqlite_head_rows, session_id)
+        return _head(session_id, action, *await self._sqlite.read(action, read))
 
     def _sqlite_head_rows(self, session_id: str, connection: sqlite3.Connection) -> _HeadRows:
         """On the driver's thread: the head row and its metadata events, in one snapshot."""
@@ -272,12 +272,6 @@ class SqlSessionStorage:
             result = await conn.execute(delete(sessions).where(sessions.c.id == session_id))
             if result.rowcount == 0:
                 raise session_not_found(session_id)
-
-    @staticmethod
-    async def _require_session(conn: AsyncConnection, session_id: str) -> None:
-        found = await conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id))
-        if found is None:
-            raise session_not_found(session_id)
 
 
 _HeadRows = tuple[tuple[Any, ...] | None, Sequence[tuple[Any, ...]]]
