@@ -65,9 +65,9 @@ def test_collector_pause_restores_the_previous_state(enabled: bool) -> None:
         (gc.enable if was else gc.disable)()
 
 
-def _collections_during(allocations: int) -> list[int]:
-    """The generations the collector collected while ``collector_paused`` ended a build of
-    ``allocations`` tracked objects."""
+def _build(allocations: int) -> tuple[list[list[int]], list[int]]:
+    """``allocations`` tracked objects built under ``collector_paused``, and the generations
+    the collector collected meanwhile."""
     seen: list[int] = []
 
     def record(phase: str, info: dict[str, int]) -> None:
@@ -78,18 +78,63 @@ def _collections_during(allocations: int) -> list[int]:
     gc.callbacks.append(record)
     try:
         with collector_paused():
-            kept = [[] for _ in range(allocations)]
-        assert len(kept) == allocations
+            kept: list[list[int]] = [[] for _ in range(allocations)]
     finally:
         gc.callbacks.remove(record)
-    return seen
+    return kept, seen
 
 
-def test_a_large_build_ends_with_one_collection_of_young_and_middle_generations() -> None:
+def _in_generation(objects: list[list[int]], generation: int) -> bool:
+    ids = {id(o) for o in gc.get_objects(generation)}
+    return all(id(o) in ids for o in objects)
+
+
+def test_a_large_build_moves_its_objects_to_the_oldest_generation_without_a_collection() -> None:
     young, middle, _ = gc.get_threshold()
-    assert _collections_during(young * middle * 2) == [1]
+    kept, collections = _build(young * middle * 2)
+    assert collections == []
+    assert _in_generation(kept, 2)
+    assert gc.get_count()[0] < young  # the next allocation does not start a collection
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_small_build_leaves_collections_to_the_collector() -> None:
     young, _, _ = gc.get_threshold()
-    assert _collections_during(young // 2) == []
+    kept, collections = _build(young // 2)
+    assert collections == []
+    assert _in_generation(kept, 0)
+
+
+def test_cyclic_garbage_moved_along_is_still_collected_by_a_full_collection() -> None:
+    young, middle, _ = gc.get_threshold()
+    collected: list[int] = []
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            collected.append(1)
+
+    gc.collect()
+    Node()  # garbage only the collector can free, young when the pause starts
+    with collector_paused():
+        kept = [[] for _ in range(young * middle * 2)]
+    assert len(kept) == young * middle * 2
+    assert collected == []  # not walked: moved to the oldest generation
+    gc.collect()
+    assert collected == [1]
+
+
+def test_objects_the_program_froze_stay_frozen() -> None:
+    young, middle, _ = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        kept, collections = _build(young * middle * 2)
+        assert gc.get_freeze_count() == frozen
+        assert collections == [1]  # one walk of the young and middle generations instead
+        assert _in_generation(kept, 2)
+    finally:
+        gc.unfreeze()

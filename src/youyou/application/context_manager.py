@@ -52,7 +52,7 @@ class ContextManager:
         projection = project_ledger(events, compaction)
         visible = projection.visible
         for index, vm in enumerate(visible):
-            if isinstance(vm.message, ToolResult):
+            if type(vm.message) is ToolResult:
                 visible[index] = self._fit(vm)
         self.state.latest_compaction = compaction
         self.state.visible_messages = visible
@@ -75,7 +75,7 @@ class ContextManager:
     def _fit(self, vm: VisibleMessage) -> VisibleMessage:
         """The model's view of a tool result: whole, or head and tail if over its share."""
         message = vm.message
-        if not isinstance(message, ToolResult):
+        if type(message) is not ToolResult:
             return vm
         output = message.result.output
         content = fit_tool_result(

@@ -79,7 +79,7 @@ def convert_messages(messages: Sequence[VisibleMessage]) -> tuple[list[ModelMess
 def _convert_into(result: list[ModelMessage], visible: VisibleMessage) -> bool:
     """Append one visible message; returns True if it carries an image."""
     payload = visible.message
-    if isinstance(payload, ToolCall):
+    if type(payload) is ToolCall:
         _append_tool_call(
             result,
             built(
@@ -96,7 +96,7 @@ def _convert_into(result: list[ModelMessage], visible: VisibleMessage) -> bool:
     result.append(message)
     # A loop: any() over a generator costs more per message, at resume thousands of times.
     for block in message.content:  # noqa: SIM110
-        if isinstance(block, ImageBlock):
+        if type(block) is ImageBlock:
             return True
     return False
 
@@ -123,11 +123,11 @@ def _append_tool_call(result: list[ModelMessage], call: ModelToolCall) -> None:
 def _convert_one(
     payload: UserMessage | AssistantMessage | ToolResult | SystemMessage,
 ) -> ModelMessage:
-    if isinstance(payload, UserMessage):
+    if type(payload) is UserMessage:
         role, content, call_id = ModelMessageRole.USER, tuple(payload.content), None
-    elif isinstance(payload, AssistantMessage):
+    elif type(payload) is AssistantMessage:
         role, content, call_id = ModelMessageRole.ASSISTANT, tuple(payload.content), None
-    elif isinstance(payload, ToolResult):
+    elif type(payload) is ToolResult:
         role = ModelMessageRole.TOOL
         content, call_id = _text(payload.result.output.content), payload.result.call_id
     else:

@@ -278,7 +278,7 @@ class SessionService:
             runtime.turn_index = checkpoint.turn_index + sum(
                 1
                 for e in runtime.events
-                if e.seq > runtime.last_memory_checkpoint_seq and isinstance(e.payload, UserMessage)
+                if e.seq > runtime.last_memory_checkpoint_seq and type(e.payload) is UserMessage
             )
             await self._load_bootstrap(runtime)
             kernel.control.commit(reservation, runtime)

@@ -181,33 +181,33 @@ class ContextTokenEstimator:
             self._clear_caches()
 
     def _countable(self, message: VisiblePayload) -> _Countable:
-        if isinstance(message, UserMessage | AssistantMessage):
+        if type(message) is UserMessage or type(message) is AssistantMessage:
             if (text := _only_text(message)) is not None:
                 return _Countable((text,), 0)
             texts: list[str] = []
             images = 0
             for block in message.content:
-                if isinstance(block, ImageBlock):
+                if type(block) is ImageBlock:
                     images += 1
-                elif isinstance(block, FileContentBlock):
+                elif type(block) is FileContentBlock:
                     texts.extend((block.file_name or "", block.text))
                 else:
                     texts.append(block.text)
             return _Countable(tuple(texts), images * self._image_tokens)
-        if isinstance(message, ToolCall):
+        if type(message) is ToolCall:
             arguments = json.dumps(
                 message.call.effective_arguments, ensure_ascii=False, default=str
             )
             return _Countable((message.call.tool_name, arguments), 0)
-        if isinstance(message, ToolResult):
+        if type(message) is ToolResult:
             return _Countable((message.result.output.content,), 0)
         return _Countable((message.content,), 0)
 
 
 def _only_text(message: VisiblePayload) -> str | None:
     """The text of a user or assistant message made of one text block, else None."""
-    if isinstance(message, UserMessage | AssistantMessage):
+    if type(message) is UserMessage or type(message) is AssistantMessage:
         content = message.content
-        if len(content) == 1 and isinstance(block := content[0], TextBlock):
+        if len(content) == 1 and type(block := content[0]) is TextBlock:
             return block.text
     return None

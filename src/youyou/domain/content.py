@@ -1,11 +1,15 @@
-"""Content blocks of a message and validation of user input."""
+"""Content blocks of a message and validation of user input.
+
+The block classes are final, like the ledger's payload classes: per-message code tells them
+apart by exact class (see ``domain/ledger.py``).
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Literal, final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,11 +23,13 @@ class _Block(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+@final
 class TextBlock(_Block):
     type: Literal["text"] = "text"
     text: str
 
 
+@final
 class ImageBlock(_Block):
     """An image passed by value; the agent never reads the file system for it."""
 
@@ -32,6 +38,7 @@ class ImageBlock(_Block):
     data_base64: str
 
 
+@final
 class FileContentBlock(_Block):
     """Text the caller already read from a file; never a handle or binary attachment."""
 

@@ -69,22 +69,23 @@ def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMe
     session go on.
     """
     payload = event.payload
-    if isinstance(payload, UserMessage):  # the most common event first
+    if type(payload) is UserMessage:  # the most common event first
         return [VisibleMessage(event.seq, payload)]
-    if isinstance(payload, AssistantMessage):
+    if type(payload) is AssistantMessage:
         projected = [VisibleMessage(event.seq, payload)]
         if payload.status is MessageStatus.INCOMPLETE:
             projected.append(
                 VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER))
             )
         return projected
-    if isinstance(payload, ToolCall):
+    if type(payload) is ToolCall:
         visible_calls.add(payload.call.call_id)
-    elif isinstance(payload, ToolResult) and payload.result.call_id not in visible_calls:
+    elif type(payload) is ToolResult:
+        if payload.result.call_id not in visible_calls:
+            return []
+    elif type(payload) is not SystemMessage:  # metadata
         return []
-    if isinstance(payload, ToolCall | ToolResult | SystemMessage):
-        return [VisibleMessage(event.seq, payload)]
-    return []
+    return [VisibleMessage(event.seq, payload)]
 
 
 @dataclass(slots=True)
@@ -183,11 +184,11 @@ class TurnCounter:
         self._pending = False
 
     def feed(self, payload: object) -> None:
-        if isinstance(payload, AssistantMessage):
+        if type(payload) is AssistantMessage:
             self._pending = payload.status is MessageStatus.COMPLETE
-        elif isinstance(payload, ToolCall):
+        elif type(payload) is ToolCall:
             self._pending = False
-        elif isinstance(payload, UserMessage) and self._pending:
+        elif type(payload) is UserMessage and self._pending:
             self._counted += 1
             self._pending = False
 

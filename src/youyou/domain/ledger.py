@@ -1,13 +1,17 @@
 """The append-only session ledger: the single source of truth of a session.
 
-Event kinds and metadata keys: docs/architecture.md, 'The ledger'.
+Event kinds and metadata keys: docs/architecture.md, 'The ledger'. The payload classes are
+final: the code that runs once per stored event (projection, token counts, provider messages)
+tells them apart by exact class, ``type(payload) is UserMessage``. An ``isinstance`` that fails
+against a pydantic class runs ABCMeta's Python-level check, about 0.2 us, several times per
+event on every resume.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,32 +55,38 @@ class ToolResultRecord(_Frozen):
     output: ToolOutput
 
 
+@final
 class UserMessage(_Frozen):
     kind: Literal["user_message"] = "user_message"
     content: tuple[ContentBlock, ...]
 
 
+@final
 class AssistantMessage(_Frozen):
     kind: Literal["assistant_message"] = "assistant_message"
     content: tuple[ContentBlock, ...]
     status: MessageStatus = MessageStatus.COMPLETE
 
 
+@final
 class ToolCall(_Frozen):
     kind: Literal["tool_call"] = "tool_call"
     call: ToolCallRecord
 
 
+@final
 class ToolResult(_Frozen):
     kind: Literal["tool_result"] = "tool_result"
     result: ToolResultRecord
 
 
+@final
 class SystemMessage(_Frozen):
     kind: Literal["system_message"] = "system_message"
     content: str
 
 
+@final
 class Metadata(_Frozen):
     kind: Literal["metadata"] = "metadata"
     key: str
@@ -96,6 +106,9 @@ class LedgerEvent(_Frozen):
     schema_version: int = LEDGER_SCHEMA_VERSION
 
 
+_MESSAGE_TYPES = frozenset({UserMessage, AssistantMessage, SystemMessage})
+
+
 def is_message(payload: object) -> bool:
     """Messages counted by the session summary: user, assistant and system."""
-    return isinstance(payload, UserMessage | AssistantMessage | SystemMessage)
+    return type(payload) in _MESSAGE_TYPES

@@ -65,11 +65,14 @@ def decode_events(rows: Sequence[tuple[str, int]]) -> list[LedgerEvent]:
     one JSON array and validated in one call, with the cyclic garbage collector paused (at
     100 000 events its passes cost more than the decoding itself: 1.4 s against 0.4 s).
     """
-    if any(version != LEDGER_SCHEMA_VERSION for _, version in rows):
+    if not rows:
+        return []
+    documents, versions = zip(*rows, strict=True)  # two C-level passes instead of generators
+    if any(version != LEDGER_SCHEMA_VERSION for version in set(versions)):
         return [decode_event(document, version) for document, version in rows]
     try:
         with collector_paused():
-            events = _EVENTS.validate_json("[" + ",".join(document for document, _ in rows) + "]")
+            events = _EVENTS.validate_json("[" + ",".join(documents) + "]")
     except (ValidationError, ValueError) as exc:
         raise storage_error("decoding a stored event", exc) from exc
     if len(events) != len(rows):  # a document that is not one JSON object
