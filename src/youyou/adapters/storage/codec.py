@@ -68,7 +68,7 @@ def decode_events(rows: Sequence[tuple[str, int]]) -> list[LedgerEvent]:
     if not rows:
         return []
     documents, versions = zip(*rows, strict=True)  # two C-level passes instead of generators
-    if any(version != LEDGER_SCHEMA_VERSION for version in set(versions)):
+    if set(versions) != {LEDGER_SCHEMA_VERSION}:
         return [decode_event(document, version) for document, version in rows]
     try:
         with collector_paused():
