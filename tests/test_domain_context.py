@@ -1,10 +1,15 @@
 from datetime import UTC, datetime
 
+import pytest
+
 from youyou.domain.content import TextBlock
 from youyou.domain.context import (
     CompactionMode,
     CompactionRecord,
     TurnCounter,
+    VisibleMessage,
+    project_event,
+    project_ledger,
     rebuild_visible_messages,
     render_compaction_summary,
 )
@@ -16,6 +21,9 @@ from youyou.domain.ledger import (
     SystemMessage,
     ToolCall,
     ToolCallRecord,
+    ToolOutput,
+    ToolResult,
+    ToolResultRecord,
     UserMessage,
 )
 from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, INCOMPLETE_ASSISTANT_MARKER
@@ -92,3 +100,42 @@ def test_turn_counter_counts_final_complete_answers_only() -> None:
     ]:
         counter.feed(payload)
     assert counter.completed == 2
+
+
+def _call(call_id: str) -> ToolCall:
+    record = ToolCallRecord(
+        call_id=call_id, tool_name="t", requested_arguments={}, effective_arguments={}
+    )
+    return ToolCall(call=record)
+
+
+def _result(call_id: str) -> ToolResult:
+    record = ToolResultRecord(call_id=call_id, tool_name="t", output=ToolOutput(content="r"))
+    return ToolResult(result=record)
+
+
+def test_project_event_appends_in_place_and_says_whether_it_contributed() -> None:
+    into = [VisibleMessage(None, SystemMessage(content="already there"))]
+    calls: set[str] = set()
+    assert project_event(ev(2, user("a")), calls, into) is True
+    assert project_event(ev(3, Metadata(key="k", value=1)), calls, into) is False
+    assert project_event(ev(4, _result("orphan")), calls, into) is False  # its call is not visible
+    assert project_event(ev(5, _call("c")), calls, into) is True
+    assert calls == {"c"}
+    assert project_event(ev(6, _result("c")), calls, into) is True
+    assert project_event(ev(7, assistant("cut", MessageStatus.INCOMPLETE)), calls, into) is True
+    assert [v.source_seq for v in into] == [None, 2, 5, 6, 7, None]
+    assert into[-1].message == SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)
+
+
+def test_project_ledger_counts_the_events_that_contributed_not_the_messages() -> None:
+    projection = project_ledger(EVENTS, None)
+    assert len(projection.visible) == 8  # two of them incomplete-answer markers
+    assert projection.ledger_messages == 6
+
+
+def test_a_visible_message_is_immutable() -> None:
+    message = VisibleMessage(1, user("a"))
+    with pytest.raises(AttributeError):
+        message.source_seq = 2  # type: ignore[misc]
+    assert (message.source_seq, message.message) == (1, user("a"))

@@ -63,11 +63,11 @@ class ContextManager:
 
     def append(self, event: LedgerEvent) -> None:
         """Live path: the same per-event projection ``rebuild`` uses."""
-        projected = [self._fit(vm) for vm in project_event(event, self._visible_calls)]
-        if not projected:
+        projected: list[VisibleMessage] = []
+        if not project_event(event, self._visible_calls, projected):
             return
-        self.state.visible_messages.extend(projected)
-        for vm in projected:
+        for vm in map(self._fit, projected):
+            self.state.visible_messages.append(vm)
             self.state.history_estimated_tokens += self.estimator.message_tokens(vm)
         self.turns.feed(event.payload)
         self.ledger_messages += 1

@@ -60,32 +60,33 @@ def render_compaction_summary(summary_body: str) -> str:
     return f"{COMPACT_SUMMARY_PREFIX}\n\n{summary_body}"
 
 
-def project_event(event: LedgerEvent, visible_calls: set[str]) -> list[VisibleMessage]:
-    """Visible messages one ledger event contributes (metadata contributes none).
+def project_event(event: LedgerEvent, visible_calls: set[str], into: list[VisibleMessage]) -> bool:
+    """Append to ``into`` the visible messages one ledger event contributes (metadata
+    contributes none); whether it contributed any.
 
     ``visible_calls`` holds the call ids already visible and is updated here. A tool result
     whose call is not visible (left behind a compaction boundary by an older kernel) contributes
     none: every provider rejects a tool result without its call, and dropping it lets such a
-    session go on.
+    session go on. Appending in place, not returning a list, saves a list per event at resume.
     """
     payload = event.payload
     if type(payload) is UserMessage:  # the most common event first
-        return [VisibleMessage(event.seq, payload)]
+        into.append(VisibleMessage(event.seq, payload))
+        return True
     if type(payload) is AssistantMessage:
-        projected = [VisibleMessage(event.seq, payload)]
+        into.append(VisibleMessage(event.seq, payload))
         if payload.status is MessageStatus.INCOMPLETE:
-            projected.append(
-                VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER))
-            )
-        return projected
+            into.append(VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)))
+        return True
     if type(payload) is ToolCall:
         visible_calls.add(payload.call.call_id)
     elif type(payload) is ToolResult:
         if payload.result.call_id not in visible_calls:
-            return []
+            return False
     elif type(payload) is not SystemMessage:  # metadata
-        return []
-    return [VisibleMessage(event.seq, payload)]
+        return False
+    into.append(VisibleMessage(event.seq, payload))
+    return True
 
 
 @dataclass(slots=True)
@@ -124,8 +125,7 @@ def project_ledger(
         if event.seq <= boundary:
             continue
         feed(event.payload)
-        if projected := project_event(event, calls):
-            visible.extend(projected)
+        if project_event(event, calls, visible):
             contributed += 1
     return LedgerProjection(visible, calls, turns, contributed)
 
