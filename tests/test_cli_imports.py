@@ -31,6 +31,7 @@ HEAVY = (
     "mcp",
     "prometheus_client",
     "argon2",
+    "rich",  # help is plain text: formatting it with Rich cost half of ``youyou --help``
 )
 
 _REPORT = """

@@ -105,7 +105,7 @@ def test_python_dash_m_youyou_runs_the_same_app(cli: Cli) -> None:
 def test_help_names_configuration_tables_verbatim(
     cli: Cli, command: tuple[str, ...], shown: str
 ) -> None:
-    """Help is Rich markup: an unescaped [[knowledge]] was swallowed as a style tag."""
+    """Help is plain text: a configuration table such as [[knowledge]] is shown as written."""
     result = cli.run(*command)
     assert result.returncode == 0
     assert shown in " ".join(result.stdout.split())
