@@ -318,7 +318,16 @@ class StreamingSend:
     """A send whose SSE answer is read frame by frame in a background thread, so a test can
     act (cancel, signal, send elsewhere) while the turn runs."""
 
-    def __init__(self, api: Api, session_id: str, content: Any, timeout_s: float = 60) -> None:
+    def __init__(
+        self,
+        api: Api,
+        session_id: str,
+        content: Any,
+        timeout_s: float = 60,
+        *,
+        last_event_id: int | None = None,
+    ) -> None:
+        """``last_event_id`` given: a re-attach (``GET …/stream``) instead of a send."""
         self.frames: list[Frame] = []
         self.status: int | None = None
         self.body = b""
@@ -328,14 +337,29 @@ class StreamingSend:
         self._http = httpx.Client(
             base_url=api.http.base_url, headers=api.http.headers, timeout=timeout_s
         )
-        self._thread = threading.Thread(
-            target=self._read, args=(f"/chat/sessions/{session_id}/messages", content), daemon=True
-        )
+        path = f"/chat/sessions/{session_id}"
+        if last_event_id is None:
+            request: dict[str, Any] = {
+                "method": "POST",
+                "url": f"{path}/messages",
+                "json": {"content": content},
+            }
+        else:
+            request = {
+                "method": "GET",
+                "url": f"{path}/stream",
+                "headers": {"Last-Event-ID": str(last_event_id)},
+            }
+        self._thread = threading.Thread(target=self._read, args=(request,), daemon=True)
         self._thread.start()
 
-    def _read(self, path: str, content: Any) -> None:
+    @classmethod
+    def reattach(cls, api: Api, session_id: str, last_event_id: int = 0) -> StreamingSend:
+        return cls(api, session_id, None, last_event_id=last_event_id)
+
+    def _read(self, request: dict[str, Any]) -> None:
         try:
-            with self._http.stream("POST", path, json={"content": content}) as response:
+            with self._http.stream(**request) as response:
                 self.status = response.status_code
                 if response.status_code != 200:
                     self.body = response.read()

@@ -105,17 +105,61 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
 
     busy = on_a.error("POST", f"/chat/sessions/{sid}/messages", 409, json={"content": "second"})
     assert busy["code"] == "TURN_BUSY"
+    assert b.process is not None
+    assert f"youyou serve, pid {b.process.pid} on " in busy["message"]  # names b
     mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
     assert mode["code"] == "TURN_BUSY"
-    elsewhere = on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)
-    assert elsewhere["code"] == "TURN_BUSY"
-    assert b.process is not None
-    assert f"youyou serve, pid {b.process.pid} on " in elsewhere["message"]  # names b
 
     assert turn.join()[-1].event == "turn_complete"
     assert on_a.send(sid, "second")[-1].event == "turn_complete"
     users = [text_of(m) for m in history(on_b, sid) if m["role"] == "user"]
     assert users == ["first", "second"]
+
+
+def copied_frames(pg_url: str) -> int:
+    async def count() -> int:
+        engine = create_engine(pg_url)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(text("SELECT count(*) FROM wb_turn_frames"))
+                return int(rows.scalar_one())
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(count())
+
+
+def test_a_client_re_attaching_through_the_other_server_follows_the_turn(
+    start_pair: StartPair, fake_model: FakeOpenAIServer, pg_url: str
+) -> None:
+    """The frames come from copies the running server makes once a client follows the turn
+    elsewhere: all of them, or those after ``Last-Event-ID``, the same frames the sender
+    reads, through the end. Turns nobody follows elsewhere are not copied."""
+    a, b = start_pair()
+    on_a, on_b = same_user(a, b, "frank")
+    sid = on_a.new_session()["id"]
+    assert on_b.send(sid, "nobody follows this one elsewhere")[-1].event == "turn_complete"
+    assert copied_frames(pg_url) == 0
+    fake_model.enqueue(slow_reply(pause_s=2))
+    sent = StreamingSend(on_b, sid, "first")
+    first_piece = sent.wait_for("text_delta")
+    assert first_piece.id is not None
+    whole = StreamingSend.reattach(on_a, sid)
+    rest = StreamingSend.reattach(on_a, sid, last_event_id=first_piece.id)
+
+    frames = sent.join()
+    assert frames[-1].event == "turn_complete"
+    assert whole.status == rest.status == 200
+    assert whole.join() == frames
+    assert rest.join() == [f for f in frames if f.id is not None and f.id > first_piece.id]
+    assert on_a.http.get(f"/chat/sessions/{sid}/stream").status_code == 204  # none runs
+
+    fake_model.enqueue(slow_reply(pause_s=2))
+    second = StreamingSend(on_b, sid, "second")
+    second.wait_for("text_delta")
+    again = StreamingSend.reattach(on_a, sid)  # the copies of the first turn are not served
+    assert again.join() == second.join()
+    assert [f.event for f in again.frames][:2] == ["turn_started", "text_delta"]
 
 
 def test_a_cancel_sent_to_one_server_stops_the_turn_on_the_other(
@@ -274,10 +318,13 @@ def test_the_lease_of_a_killed_server_of_this_machine_is_taken_over_at_once(
     fake_model.enqueue(slow_reply(pause_s=60))
     turn = StreamingSend(on_b, sid, "before the crash")
     turn.wait_for("text_delta")
-    assert on_a.error("GET", f"/chat/sessions/{sid}/stream", 409)["code"] == "TURN_BUSY"
+    relayed = StreamingSend.reattach(on_a, sid)
+    relayed.wait_for("text_delta")
     b.kill()  # SIGKILL: no cleanup, the lease stays in the database for 10 minutes
     turn.join()
     assert turn.error is not None, "the stream must break, not end cleanly"
+    # a's relay sees that b has ended and ends its stream without a last frame
+    assert [f.event for f in relayed.join(timeout_s=15)] == ["turn_started", "text_delta"]
 
     assert on_a.http.get(f"/chat/sessions/{sid}/stream").status_code == 204  # none runs
     status, frames, code = try_send(on_a, sid, "after the crash")

@@ -41,6 +41,7 @@ from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 from youyou.workbench.metrics import Metrics
+from youyou.workbench.relay import RelayedTurn, copy_frames
 from youyou.workbench.schemas import MemoryOut
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data
@@ -69,6 +70,7 @@ class _Running:
     stream: TurnStream
     turn: RunningTurn
     task: asyncio.Task[None]
+    copying: bool = False  # its frames go to the database for a client of another process
 
 
 class SessionHub:
@@ -102,6 +104,7 @@ class SessionHub:
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
+        self._copying: set[asyncio.Task[None]] = set()  # frames copied for other processes
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -125,6 +128,7 @@ class SessionHub:
         self.begin_shutdown()
         tasks = [running.task for running in self._turns.values()]
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._copying, return_exceptions=True)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -227,6 +231,17 @@ class SessionHub:
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
         return running.stream if running else None
+
+    def relayed(self, chat: ChatSessionRecord) -> RelayedTurn | None:
+        """The turn another process runs, followed through the frames that process copies
+        once asked (at its next lease renewal); None where no other process can run one."""
+        if not self._store.is_postgresql:
+            return None
+
+        async def held_elsewhere() -> bool:
+            return await self.running_elsewhere(chat) is not None
+
+        return RelayedTurn(self._store, chat.id, held_elsewhere)
 
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
         """The other process running the session's turn; not one that has ended."""
@@ -448,6 +463,24 @@ class SessionHub:
                 if state is not LeaseState.HELD:
                     logger.info("turn %s: lease %s; cancelling", turn.turn.turn_id, state)
                     turn.turn.cancel()
+            if self._store.is_postgresql:
+                await self._copy_followed(running)
+
+    async def _copy_followed(self, running: list[_Running]) -> None:
+        """Copy the frames of the turns a client follows through another process (from their
+        first frame: the stream keeps them all), asked since the last renewal."""
+        waiting = {turn.stream.chat_session_id: turn for turn in running if not turn.copying}
+        try:
+            followed = await self._store.take_turn_frame_requests(waiting)
+        except AgentError:
+            logger.warning("reading the requests for turn frames failed", exc_info=True)
+            return
+        for chat_id in followed:
+            turn = waiting[chat_id]
+            turn.copying = True
+            copying = asyncio.get_running_loop().create_task(copy_frames(self._store, turn.stream))
+            self._copying.add(copying)
+            copying.add_done_callback(self._copying.discard)
 
     async def _project(
         self,

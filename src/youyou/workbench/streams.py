@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
@@ -165,6 +165,12 @@ def frame_data(event: AgentEvent, language: Language = "zh-CN") -> dict[str, Any
     return None
 
 
+class FrameSource(Protocol):
+    """What a client's SSE response reads: a turn of this process or one relayed from another."""
+
+    def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]: ...
+
+
 class TurnStream:
     """Frames of one turn, fanned out to any number of followers."""
 
@@ -186,6 +192,19 @@ class TurnStream:
     def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+
+    async def batches(self) -> AsyncIterator[list[Frame]]:
+        """Every frame in order, as lists of those published since the previous list."""
+        index = 0
+        while True:
+            if index < len(self._frames):
+                batch = self._frames[index:]
+                index += len(batch)
+                yield batch
+            elif self.done:
+                return
+            else:
+                await self._changed.wait()
 
     async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
         """Frames with ``id > after`` as they come; a comment line when idle for a while."""

@@ -26,7 +26,7 @@ from youyou.workbench.schemas import (
     TextBlockIn,
 )
 from youyou.workbench.store import ChatSessionRecord, UserRecord
-from youyou.workbench.streams import SSE_EVENT_SCHEMA, TurnStream
+from youyou.workbench.streams import SSE_EVENT_SCHEMA, FrameSource
 
 router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
 
@@ -86,7 +86,7 @@ def _blocks(body: SendBody) -> list[ContentBlock]:
     return blocks
 
 
-def _sse(wb: WorkbenchDep, stream: TurnStream, after: int) -> StreamingResponse:
+def _sse(wb: WorkbenchDep, stream: FrameSource, after: int) -> StreamingResponse:
     return StreamingResponse(
         stream.follow(after, wb.settings.server.keepalive_s),
         media_type="text/event-stream",
@@ -177,15 +177,19 @@ async def reattach(
     user: UserDep,
     last_event_id: Annotated[int, Header(ge=0)] = 0,
 ) -> Response:
-    """Re-attach to the running turn: the frames after ``Last-Event-ID``."""
+    """Re-attach to the running turn: the frames after ``Last-Event-ID``, also when another
+    server process on the same database runs it (409 there only on SQLite)."""
     chat = await owned(wb, user, session_id)
     stream = wb.hub.stream_of(chat.id)
     if stream is not None:
         return _sse(wb, stream, last_event_id)
     holder = await wb.hub.running_elsewhere(chat)
-    if holder is not None:
+    if holder is None:
+        return Response(status_code=204)
+    relayed = wb.hub.relayed(chat)
+    if relayed is None:
         raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on another process ({holder})")
-    return Response(status_code=204)
+    return _sse(wb, relayed, last_event_id)
 
 
 @router.post("/{session_id}/cancel")

@@ -34,6 +34,11 @@ class StoreBase:
         self._owns_engine = owns_engine
         self._postgresql = engine.dialect.name == "postgresql"
 
+    @property
+    def is_postgresql(self) -> bool:
+        """Only a PostgreSQL store is shared by several server processes."""
+        return self._postgresql
+
     def _transaction(
         self, action: str, *, write: bool = False
     ) -> AbstractAsyncContextManager[AsyncConnection]:

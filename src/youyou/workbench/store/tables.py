@@ -136,3 +136,35 @@ chat_sessions = Table(
     UniqueConstraint("ledger_session_id", name="uq_wb_chat_sessions_ledger_session"),
     Index("ix_wb_chat_sessions_recent", "owner_id", "updated_at", "id"),  # newest-first paging
 )
+
+# Sessions whose running turn a client follows through another process, and the frames of the
+# session's newest turn that the process running it copies for that client
+# (``workbench/relay.py``; PostgreSQL only).
+turn_followers = Table(
+    "wb_turn_followers",
+    metadata,
+    Column(
+        "chat_session_id",
+        chat_session_id_type(),
+        ForeignKey("wb_chat_sessions.id", ondelete="CASCADE", name="fk_wb_turn_followers_session"),
+        nullable=False,
+    ),
+    Column("requested_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("chat_session_id", name="pk_wb_turn_followers"),
+)
+
+turn_frames = Table(
+    "wb_turn_frames",
+    metadata,
+    Column(
+        "chat_session_id",
+        chat_session_id_type(),
+        ForeignKey("wb_chat_sessions.id", ondelete="CASCADE", name="fk_wb_turn_frames_session"),
+        nullable=False,
+    ),
+    Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
+    Column("frame_id", Integer, nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("frame", Text, nullable=False),  # the SSE frame as sent
+    PrimaryKeyConstraint("chat_session_id", "turn_seq", "frame_id", name="pk_wb_turn_frames"),
+)

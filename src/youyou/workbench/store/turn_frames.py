@@ -1,0 +1,119 @@
+"""Copies of a running turn's SSE frames, read by processes other than the one running it.
+
+A client following a turn through another process asks for the copies (``wb_turn_followers``);
+a session's copies are those of its newest turn (the turn before it while that one starts),
+keyed by the ledger seq of the turn's user message: see ``workbench/relay.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+
+from youyou.workbench.store.base import StoreBase, now
+from youyou.workbench.store.tables import turn_followers, turn_frames
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFrame:
+    frame_id: int
+    event: str
+    frame: str
+    """The frame as it went over the wire (``id:``, ``event:`` and ``data:`` lines)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewestTurn:
+    turn_seq: int
+    ended: bool
+    """Its last frame (complete, cancelled or failed) is among the copies."""
+
+
+TURN_END_EVENTS = frozenset({"turn_complete", "turn_cancelled", "error"})
+_FRAME = (turn_frames.c.frame_id, turn_frames.c.event, turn_frames.c.frame)
+
+
+class TurnFrameQueries(StoreBase):
+    async def request_turn_frames(self, chat_session_id: str) -> None:
+        """A client follows the session's turn through a process that does not run it."""
+        stmt = (
+            self._insert(turn_followers)
+            .values(chat_session_id=chat_session_id, requested_at=now())
+            .on_conflict_do_nothing()
+        )
+        async with self._transaction("asking for turn frames", write=True) as conn:
+            await conn.execute(stmt)
+
+    async def take_turn_frame_requests(self, chat_session_ids: Collection[str]) -> set[str]:
+        """Which of these sessions' turns a client follows elsewhere; the requests are used up."""
+        if not chat_session_ids:
+            return set()
+        of_these = turn_followers.c.chat_session_id.in_(list(chat_session_ids))
+        async with self._transaction("taking turn frame requests", write=True) as conn:
+            found = set(
+                (
+                    await conn.execute(select(turn_followers.c.chat_session_id).where(of_these))
+                ).scalars()
+            )
+            if found:
+                await conn.execute(
+                    delete(turn_followers).where(turn_followers.c.chat_session_id.in_(found))
+                )
+        return found
+
+    async def start_turn_frames(self, chat_session_id: str, turn_seq: int) -> None:
+        """A turn begins: the copies of the session's other turns go."""
+        stmt = delete(turn_frames).where(
+            turn_frames.c.chat_session_id == chat_session_id, turn_frames.c.turn_seq != turn_seq
+        )
+        async with self._transaction("dropping old turn frames", write=True) as conn:
+            await conn.execute(stmt)
+
+    async def save_turn_frames(
+        self, chat_session_id: str, turn_seq: int, frames: Sequence[StoredFrame]
+    ) -> None:
+        rows = [
+            {
+                "chat_session_id": chat_session_id,
+                "turn_seq": turn_seq,
+                "frame_id": f.frame_id,
+                "event": f.event,
+                "frame": f.frame,
+            }
+            for f in frames
+        ]
+        async with self._transaction("copying turn frames", write=True) as conn:
+            await conn.execute(turn_frames.insert(), rows)
+
+    async def newest_turn(self, chat_session_id: str) -> NewestTurn | None:
+        """The session's newest turn with copied frames, if any."""
+        of_session = turn_frames.c.chat_session_id == chat_session_id
+        newest = select(func.max(turn_frames.c.turn_seq)).where(of_session).scalar_subquery()
+        stmt = select(turn_frames.c.turn_seq, turn_frames.c.event).where(
+            of_session,
+            turn_frames.c.turn_seq == newest,
+            turn_frames.c.event.in_(TURN_END_EVENTS),
+        )
+        async with self._transaction("finding the newest turn's frames") as conn:
+            seq = (await conn.execute(select(newest))).scalar_one_or_none()
+            if seq is None:
+                return None
+            ended = (await conn.execute(stmt)).first() is not None
+        return NewestTurn(int(seq), ended)
+
+    async def turn_frames_after(
+        self, chat_session_id: str, turn_seq: int, after: int
+    ) -> list[StoredFrame]:
+        stmt = (
+            select(*_FRAME)
+            .where(
+                turn_frames.c.chat_session_id == chat_session_id,
+                turn_frames.c.turn_seq == turn_seq,
+                turn_frames.c.frame_id > after,
+            )
+            .order_by(turn_frames.c.frame_id)
+        )
+        async with self._transaction("reading turn frames") as conn:
+            return [StoredFrame(*row) for row in await conn.execute(stmt)]

@@ -1,0 +1,233 @@
+"""Copying a turn's frames to the database and following them from another process.
+
+The copies and the follower run here against a real store (SQLite file and PostgreSQL); two
+real server processes re-attaching through each other are in test_workbench_processes.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from youyou.workbench import relay
+from youyou.workbench.relay import RelayedTurn, copy_frames
+from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.turn_frames import NewestTurn
+from youyou.workbench.streams import KEEPALIVE, Frame, TurnStream
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[WorkbenchStore]:
+    opened = await WorkbenchStore.open(db_url)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def chat_id(store: WorkbenchStore) -> str:
+    owner = await store.create_user("alice", "hash")
+    session_id = str(uuid.uuid4())
+    await store.create_chat_session(
+        ChatSessionRecord(
+            id=session_id,
+            owner_id=owner.id,
+            ledger_session_id=f"ledger-{session_id}",
+            title="t",
+            model_id="scripted/echo",
+            created_at=T0,
+            updated_at=T0,
+            message_count=0,
+            memory_mode="off",
+            summary=None,
+            compacted_message_count=0,
+            context_tokens=0,
+            context_window_tokens=8192,
+            last_compacted_at=None,
+        )
+    )
+    return session_id
+
+
+def turn(seq: int, *texts: str, end: str | None = "turn_complete") -> list[Frame]:
+    frames = [Frame(1, "turn_started", {"turnId": f"t{seq}", "userMessageSeq": seq})]
+    frames += [Frame(i, "text_delta", {"text": text}) for i, text in enumerate(texts, 2)]
+    if end is not None:
+        frames.append(Frame(len(frames) + 1, end, {}))
+    return frames
+
+
+async def copied(store: WorkbenchStore, chat_id: str, frames: list[Frame]) -> None:
+    """``frames`` published on a stream (two batches) while ``copy_frames`` copies them."""
+    stream = TurnStream(chat_id, "turn")
+    copying = asyncio.create_task(copy_frames(store, stream))
+    stream.publish(frames[0])
+    await asyncio.sleep(0.05)
+    for frame in frames[1:]:
+        stream.publish(frame)
+    stream.close()
+    await asyncio.wait_for(copying, 10)
+
+
+class Lease:
+    """Held by the other process until its turn's last frame, as in the hub."""
+
+    def __init__(self) -> None:
+        self.held = True
+
+    async def held_elsewhere(self) -> bool:
+        return self.held
+
+
+async def run_turn(store: WorkbenchStore, chat_id: str, frames: list[Frame], lease: Lease) -> None:
+    """The running process: frames copied as published, the last one after the release."""
+    stream = TurnStream(chat_id, "turn")
+    copying = asyncio.create_task(copy_frames(store, stream))
+    for frame in frames[:-1]:
+        stream.publish(frame)
+    await asyncio.sleep(0.3)
+    lease.held = False
+    stream.publish(frames[-1])
+    stream.close()
+    await asyncio.wait_for(copying, 10)
+
+
+def wire(frames: list[Frame]) -> list[bytes]:
+    return [frame.encode() for frame in frames]
+
+
+def lease(*answers: bool) -> Callable[[], Awaitable[bool]]:
+    """Whether another process holds the session: ``answers`` in turn, then the last one."""
+    left = list(answers)
+
+    async def held_elsewhere() -> bool:
+        return left.pop(0) if len(left) > 1 else left[0]
+
+    return held_elsewhere
+
+
+async def read(source: RelayedTurn, after: int = 0, keepalive_s: float = 30) -> list[bytes]:
+    async def collect() -> list[bytes]:
+        return [chunk async for chunk in source.follow(after, keepalive_s)]
+
+    return await asyncio.wait_for(collect(), 10)
+
+
+async def test_copies_are_the_frames_as_sent_under_the_turns_user_message(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    frames = turn(7, "a", "b")
+    await copied(store, chat_id, frames)
+    assert await store.newest_turn(chat_id) == NewestTurn(7, ended=True)
+    stored = await store.turn_frames_after(chat_id, 7, 0)
+    assert [s.frame.encode() for s in stored] == wire(frames)
+    assert [s.frame_id for s in await store.turn_frames_after(chat_id, 7, 2)] == [3, 4]
+
+
+async def test_a_new_turn_drops_the_copies_of_the_others(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    await copied(store, chat_id, turn(7, "a"))
+    await copied(store, chat_id, turn(3, "after a clear, a new ledger", end=None))
+    assert await store.newest_turn(chat_id) == NewestTurn(3, ended=False)
+    assert await store.turn_frames_after(chat_id, 7, 0) == []
+
+
+async def test_requests_for_frames_are_used_up_by_the_process_running_the_turn(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    assert await store.take_turn_frame_requests([chat_id]) == set()
+    await store.request_turn_frames(chat_id)
+    await store.request_turn_frames(chat_id)  # a second follower: one request
+    assert await store.take_turn_frame_requests([]) == set()
+    assert await store.take_turn_frame_requests(["another session", chat_id]) == {chat_id}
+    assert await store.take_turn_frame_requests([chat_id]) == set()
+
+
+async def test_a_follower_asks_for_the_frames_before_it_reads(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    follower = asyncio.create_task(read(RelayedTurn(store, chat_id, Lease().held_elsewhere)))
+    await asyncio.sleep(0.3)
+    assert await store.take_turn_frame_requests([chat_id]) == {chat_id}
+    follower.cancel()
+
+
+async def test_a_turn_that_did_not_start_is_not_copied(store: WorkbenchStore, chat_id: str) -> None:
+    await copied(store, chat_id, [Frame(1, "error", {"code": "X", "message": "m"})])
+    assert await store.newest_turn(chat_id) is None
+
+
+async def test_a_failed_copy_is_logged_and_never_reaches_the_turn(
+    store: WorkbenchStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await copied(store, "no-such-chat-session", turn(1, "a"))  # rejected by the foreign key
+    assert await store.newest_turn("no-such-chat-session") is None
+    assert "copying the frames of turn turn failed" in caplog.text
+
+
+async def test_the_follower_reads_the_running_turn_to_its_end(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    frames = turn(5, "a", "b")
+    lease = Lease()
+    follower = asyncio.create_task(read(RelayedTurn(store, chat_id, lease.held_elsewhere), 1))
+    await asyncio.sleep(0.3)  # nothing copied yet: it polls
+    await run_turn(store, chat_id, frames, lease)
+    assert await follower == wire(frames[1:])
+
+
+async def test_an_ended_turn_is_not_followed_while_another_process_holds_the_session(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    """Its copies are an earlier turn's: the running one has not copied its first frame."""
+    await copied(store, chat_id, turn(5, "earlier"))
+    lease = Lease()
+    follower = asyncio.create_task(read(RelayedTurn(store, chat_id, lease.held_elsewhere)))
+    await asyncio.sleep(0.3)
+    assert not follower.done()
+    running = turn(7, "now")
+    await run_turn(store, chat_id, running, lease)
+    assert await follower == wire(running)
+
+
+async def test_once_the_session_is_released_its_newest_turn_is_read_to_its_end(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    """A compaction held the session after the turn the client followed had ended."""
+    frames = turn(5, "a")
+    await copied(store, chat_id, frames)
+    assert await read(RelayedTurn(store, chat_id, lease(True, True, False)), after=2) == wire(
+        frames[2:]
+    )
+
+
+async def test_a_released_session_without_a_last_frame_ends_the_stream_after_a_grace(
+    store: WorkbenchStore, chat_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process running the turn died: the client re-attaches, gets 204, reads history."""
+    monkeypatch.setattr(relay, "END_GRACE_S", 0.3)
+    frames = turn(5, "a", end=None)
+    await copied(store, chat_id, frames)
+    assert await read(RelayedTurn(store, chat_id, lease(False))) == wire(frames)
+
+
+async def test_an_idle_follower_sends_keep_alive_comments(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    source = RelayedTurn(store, chat_id, lease(True))
+    chunks: list[bytes] = []
+
+    async def collect() -> None:
+        async for chunk in source.follow(0, keepalive_s=0.2):
+            chunks.append(chunk)
+
+    following = asyncio.create_task(collect())
+    await asyncio.sleep(0.7)
+    following.cancel()
+    assert chunks and set(chunks) == {KEEPALIVE}
