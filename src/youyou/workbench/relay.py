@@ -45,7 +45,7 @@ async def copy_frames(store: WorkbenchStore, stream: TurnStream) -> None:
                     return
                 turn_seq = int(first.data["userMessageSeq"])
                 await store.start_turn_frames(chat_id, turn_seq)
-            copies = [StoredFrame(f.id, f.event, f.encode().decode()) for f in batch]
+            copies = [StoredFrame(f.id, f.event, f.text()) for f in batch]
             await store.save_turn_frames(chat_id, turn_seq, copies)
     except Exception:
         logger.warning("copying the frames of turn %s failed", stream.turn_id, exc_info=True)

@@ -39,9 +39,13 @@ class Frame:
     event: str
     data: dict[str, Any]
 
-    def encode(self) -> bytes:
+    def text(self) -> str:
+        """The frame as it goes over the wire."""
         body = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
-        return f"id: {self.id}\nevent: {self.event}\ndata: {body}\n\n".encode()
+        return f"id: {self.id}\nevent: {self.event}\ndata: {body}\n\n"
+
+    def encode(self) -> bytes:
+        return self.text().encode()
 
 
 def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:

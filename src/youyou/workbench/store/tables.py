@@ -137,18 +137,24 @@ chat_sessions = Table(
     Index("ix_wb_chat_sessions_recent", "owner_id", "updated_at", "id"),  # newest-first paging
 )
 
+
+def chat_session_column(table: str) -> Column[str]:
+    """The chat session a row belongs to; the session's rows go with it."""
+    return Column(
+        "chat_session_id",
+        chat_session_id_type(),
+        ForeignKey("wb_chat_sessions.id", ondelete="CASCADE", name=f"fk_{table}_session"),
+        nullable=False,
+    )
+
+
 # Sessions whose running turn a client follows through another process, and the frames of the
 # session's newest turn that the process running it copies for that client
 # (``workbench/relay.py``; PostgreSQL only).
 turn_followers = Table(
     "wb_turn_followers",
     metadata,
-    Column(
-        "chat_session_id",
-        chat_session_id_type(),
-        ForeignKey("wb_chat_sessions.id", ondelete="CASCADE", name="fk_wb_turn_followers_session"),
-        nullable=False,
-    ),
+    chat_session_column("wb_turn_followers"),
     Column("requested_at", UtcDateTime, nullable=False),
     PrimaryKeyConstraint("chat_session_id", name="pk_wb_turn_followers"),
 )
@@ -156,12 +162,7 @@ turn_followers = Table(
 turn_frames = Table(
     "wb_turn_frames",
     metadata,
-    Column(
-        "chat_session_id",
-        chat_session_id_type(),
-        ForeignKey("wb_chat_sessions.id", ondelete="CASCADE", name="fk_wb_turn_frames_session"),
-        nullable=False,
-    ),
+    chat_session_column("wb_turn_frames"),
     Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
     Column("frame_id", Integer, nullable=False),
     Column("event", String(32), nullable=False),
