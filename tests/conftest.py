@@ -18,6 +18,7 @@ import pytest
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import Server, Workbench, answer_ok, free_port, write_config
+from youyou.workbench.store import WorkbenchStore
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -70,6 +71,14 @@ def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs a test once on SQLite and once on PostgreSQL."""
     fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
     yield request.getfixturevalue(fixture)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[WorkbenchStore]:
+    """The workbench store, migrated, on each backend."""
+    opened = await WorkbenchStore.open(db_url)
+    yield opened
+    await opened.close()
 
 
 @pytest.fixture

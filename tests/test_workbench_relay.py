@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -20,13 +20,6 @@ from youyou.workbench.store.turn_frames import NewestTurn
 from youyou.workbench.streams import KEEPALIVE, Frame, TurnStream
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[WorkbenchStore]:
-    opened = await WorkbenchStore.open(db_url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

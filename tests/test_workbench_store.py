@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,13 +32,6 @@ from youyou.workbench.store.repository import MIGRATIONS
 from youyou.workbench.store.tables import VERSION_TABLE, metadata
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[WorkbenchStore]:
-    opened = await WorkbenchStore.open(db_url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

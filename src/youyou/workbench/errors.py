@@ -12,11 +12,14 @@ request, the log line (with the same request id) says why.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypeVar
 
 from youyou.domain.errors import AgentError, ErrorCode
+
+T = TypeVar("T")
 
 Language = Literal["zh-CN", "en"]
 
@@ -140,3 +143,11 @@ def from_agent_error(error: AgentError) -> ApiError:
     if code is ApiCode.INTERNAL_ERROR:
         return ApiError(code)
     return ApiError(code, error.message)
+
+
+async def agent_call(call: Awaitable[T]) -> T:
+    """Kernel refusals become API errors with the catalog's code."""
+    try:
+        return await call
+    except AgentError as err:
+        raise from_agent_error(err) from err

@@ -1,11 +1,11 @@
 """Sessions of many users in one process, and of one service across processes.
 
-A session is opened (resumed from the ledger) on demand and closed when idle, so memory stays
-bounded however many sessions exist. Whatever writes to a session's ledger — a turn, a
-compaction, a memory-mode switch, clearing or deleting — first takes the session's lease in
-the database, so two processes never write one ledger: a second writer gets ``TURN_BUSY``.
-A cached session whose ledger moved on (another process wrote) is reopened before its next
-turn. A cancel reaches a turn on another process through the lease's cancel flag.
+Sessions are opened on demand and closed when idle (``open_sessions.py``). Whatever writes
+to a session's ledger — a turn, a compaction, a memory-mode switch, clearing or deleting —
+first takes the session's lease in the database, so two processes never write one ledger: a
+second writer gets ``TURN_BUSY``. A cached session whose ledger moved on (another process
+wrote) is reopened before its next turn. A cancel reaches a turn on another process through
+the lease's cancel flag.
 """
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
 from youyou.adapters.storage import LeaseState, SqlSessionLeases
-from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended, local_holder
+from youyou.adapters.storage.lease_holder import holder_has_ended, local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
@@ -39,15 +38,15 @@ from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
-from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, Language, agent_call
 from youyou.workbench.metrics import Metrics
+from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
+from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
-from youyou.workbench.schemas import MemoryOut
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # How often a running turn renews its lease and looks for a cancel asked on another process.
 LEASE_POLL_S = 0.5
@@ -56,12 +55,6 @@ LEASE_POLL_S = 0.5
 def memory_namespace(owner_id: str) -> str:
     """Long-term memories are per user in the workbench."""
     return f"user:{owner_id}"
-
-
-@dataclass(slots=True)
-class _Open:
-    handle: SessionHandle
-    last_used: float
 
 
 @dataclass(slots=True)
@@ -88,9 +81,7 @@ class SessionHub:
     ) -> None:
         self._agent = agent
         self._knowledge = knowledge
-        self._close_timeout_s = close_timeout_s
         self._mcp = mcp or McpToolbox(())
-        self._storage = storage
         self._leases: SqlSessionLeases = storage.leases()
         self._store = store
         self._settings = settings
@@ -98,9 +89,14 @@ class SessionHub:
         self._metrics = metrics
         # The tag tells apart two lives of one pid (a restart that got the same number).
         self.holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
-        self._open: dict[str, _Open] = {}
-        self._claimed: set[str] = set()  # ledger ids some task of this process is writing
-        self._closing: dict[str, asyncio.Event] = {}  # idle sessions being closed, by ledger id
+        self._lease = LeaseTaker(self._leases, self.holder, settings.lease_ttl_s)
+        self._sessions = OpenSessions(
+            agent,
+            storage,
+            self._lease,
+            idle_s=settings.session_idle_s,
+            close_timeout_s=close_timeout_s,
+        )
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
@@ -111,7 +107,7 @@ class SessionHub:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._background = [
-            loop.create_task(self._reap_idle()),
+            loop.create_task(self._sessions.reap_idle()),
             loop.create_task(self._keep_leases()),
         ]
 
@@ -132,17 +128,11 @@ class SessionHub:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        deadline = asyncio.get_running_loop().time() + self._close_timeout_s
-        closed = await asyncio.gather(
-            *(self._close_for_good(ledger_id, deadline) for ledger_id in list(self._open)),
-            return_exceptions=True,
-        )
-        for failure in (result for result in closed if isinstance(result, Exception)):
-            logger.warning("closing a session at shutdown failed", exc_info=failure)
+        await self._sessions.close_all()
 
     @property
     def open_sessions(self) -> int:
-        return len(self._open)
+        return len(self._sessions)
 
     def is_running(self, chat_id: str) -> bool:
         return chat_id in self._turns
@@ -153,7 +143,7 @@ class SessionHub:
         self, owner_id: str, title: str | None, model_id: str | None
     ) -> ChatSessionRecord:
         self._require_accepting()
-        handle = await _agent_call(
+        handle = await agent_call(
             self._agent.new_session(
                 SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
             )
@@ -179,7 +169,7 @@ class SessionHub:
             last_compacted_at=None,
         )
         await self._store.create_chat_session(record)
-        self._open[handle.session_id] = _Open(handle, time.monotonic())
+        self._sessions.add(handle)
         return record
 
     async def send(
@@ -194,11 +184,11 @@ class SessionHub:
         servers' tools are offered and which knowledge sources ``search_knowledge`` reads."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
-        await self._claim(ledger_id)
+        await self._sessions.claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
-                handle = await self._handle(ledger_id)
+                handle = await self._sessions.handle(ledger_id)
                 tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
                 options = await turn_options(
                     self._store,
@@ -206,12 +196,12 @@ class SessionHub:
                     tool_use=tool_use,
                     tools=await self._tools(chat.owner_id, username) if tool_use else (),
                 )
-                turn = await _agent_call(handle.send_message(blocks, options=options))
+                turn = await agent_call(handle.send_message(blocks, options=options))
             except BaseException:
-                await self._leases.release(ledger_id, self.holder)
+                await self._lease.release(ledger_id)
                 raise
         except BaseException:
-            self._claimed.discard(ledger_id)
+            self._sessions.unclaim(ledger_id)
             raise
         stream = TurnStream(chat.id, turn.turn_id)
         task = asyncio.get_running_loop().create_task(
@@ -261,13 +251,13 @@ class SessionHub:
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await _agent_call(handle.compact())
+            usage = await agent_call(handle.compact())
             return await self._after_compaction(chat, handle, before, usage)
 
     async def set_mode(self, chat: ChatSessionRecord, mode_name: str) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await _agent_call(handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]))
+            usage = await agent_call(handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]))
             return await self._after_compaction(chat, handle, before, usage)
 
     async def _after_compaction(
@@ -285,9 +275,9 @@ class SessionHub:
     async def clear(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         """The ledger is append-only, so clearing starts a new ledger for the same chat."""
         async with self._writing(chat) as old:
-            await self._close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id)
             await self._delete_ledger(chat.ledger_session_id)
-            handle = await _agent_call(
+            handle = await agent_call(
                 self._agent.new_session(
                     SessionConfig(
                         model_id=old.config.pinned.model_id,
@@ -297,7 +287,7 @@ class SessionHub:
             )
             if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
                 await handle.set_memory_mode(old.memory_mode)
-            self._open[handle.session_id] = _Open(handle, time.monotonic())
+            self._sessions.add(handle)
             usage = handle.usage()
             cleared = replace(
                 chat,
@@ -315,7 +305,7 @@ class SessionHub:
 
     async def delete(self, chat: ChatSessionRecord) -> None:
         async with self._writing(chat):
-            await self._close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id)
             await self._delete_ledger(chat.ledger_session_id)
             await self._store.delete_chat_session(chat.id)
 
@@ -325,22 +315,8 @@ class SessionHub:
         if not self._accepting:
             raise ApiError(ApiCode.SERVER_SHUTTING_DOWN)
 
-    async def _claim(self, ledger_id: str) -> None:
-        """A session being closed for idleness (which may extract memories, a model call) is
-        waited for and then resumed; only a turn or a request that writes is ``TURN_BUSY``."""
-        while (closing := self._closing.get(ledger_id)) is not None:
-            await closing.wait()
-        if ledger_id in self._claimed:
-            raise ApiError(ApiCode.TURN_BUSY)
-        self._claimed.add(ledger_id)
-
-    async def _lease(self, ledger_id: str) -> str | None:
-        """The session's lease, taken over at once from a process of this machine that has
-        ended (a killed server being restarted); None when ours, else who holds it."""
-        return await acquire_lease(self._leases, ledger_id, self.holder, self._settings.lease_ttl_s)
-
     async def _acquire_lease(self, ledger_id: str) -> None:
-        holder = await self._lease(ledger_id)
+        holder = await self._lease.take(ledger_id)
         if holder is not None:
             raise ApiError(ApiCode.TURN_BUSY, f"in use by another process ({holder})")
 
@@ -349,42 +325,20 @@ class SessionHub:
         """Exclusive use of a session's ledger for one request."""
         self._require_accepting()
         ledger_id = chat.ledger_session_id
-        await self._claim(ledger_id)
+        await self._sessions.claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
-                yield await self._handle(ledger_id)
+                yield await self._sessions.handle(ledger_id)
             finally:
-                await self._leases.release(ledger_id, self.holder)
+                await self._lease.release(ledger_id)
         finally:
-            self._claimed.discard(ledger_id)
-
-    async def _handle(self, ledger_id: str) -> SessionHandle:
-        """The open session, reopened if another process appended since we last saw it."""
-        entry = self._open.get(ledger_id)
-        if entry is not None and await self._storage.last_seq(ledger_id) != entry.handle.last_seq:
-            logger.info("session %s changed on another process; reloading it", ledger_id)
-            await self._close(ledger_id, extract_memories=False)
-            entry = None
-        if entry is None:
-            handle = await _agent_call(self._agent.resume_session(ledger_id))
-            entry = self._open[ledger_id] = _Open(handle, time.monotonic())
-        entry.last_used = time.monotonic()
-        return entry.handle
-
-    async def _close(self, ledger_id: str, *, extract_memories: bool = True) -> None:
-        entry = self._open.pop(ledger_id, None)
-        if entry is None:
-            return
-        try:
-            await entry.handle.close(extract_memories=extract_memories)
-        except AgentError:
-            logger.warning("closing session %s failed", ledger_id, exc_info=True)
+            self._sessions.unclaim(ledger_id)
 
     async def _delete_ledger(self, ledger_id: str) -> None:
         catalog = self._agent.session_catalog()
         assert catalog is not None  # the workbench always registers a session storage
-        await _agent_call(catalog.delete(ledger_id))
+        await agent_call(catalog.delete(ledger_id))
 
     async def _pump(
         self,
@@ -435,11 +389,9 @@ class SessionHub:
             self._turns.pop(chat.id, None)
             self._metrics.active_streams.dec()
             with suppress(Exception):
-                await self._leases.release(chat.ledger_session_id, self.holder)
-            self._claimed.discard(chat.ledger_session_id)
-            entry = self._open.get(chat.ledger_session_id)
-            if entry is not None:
-                entry.last_used = time.monotonic()
+                await self._lease.release(chat.ledger_session_id)
+            self._sessions.unclaim(chat.ledger_session_id)
+            self._sessions.touch(chat.ledger_session_id)
             for frame in held:
                 stream.publish(frame)
             stream.close()
@@ -449,7 +401,7 @@ class SessionHub:
         whose lease was lost or whose cancel was asked on another process is cancelled."""
         while True:
             await asyncio.sleep(LEASE_POLL_S)
-            if not self._claimed:
+            if not self._sessions.any_claimed:
                 continue
             # Only turns that held their lease before the renewal began can be judged by it.
             running = list(self._turns.values())
@@ -491,25 +443,7 @@ class SessionHub:
         compacted: bool,
     ) -> ChatSessionRecord:
         """Store what lists and the context bar show, so reading a session needs no resume."""
-        usage = usage or handle.usage()
-        summary = handle.summary
-        compaction = handle.latest_compaction
-        now = datetime.now(UTC)
-        title = chat.title
-        if title == UNTITLED_SESSION and summary is not None:
-            title = summary.title
-        projected = replace(
-            chat,
-            title=title,
-            updated_at=now,
-            message_count=summary.message_count if summary else chat.message_count,
-            memory_mode=memory_mode_name(handle.memory_mode),
-            summary=compaction.summary_body if compaction else None,
-            compacted_message_count=compaction.compacted_message_count if compaction else 0,
-            context_tokens=usage.tokens,
-            context_window_tokens=usage.window,
-            last_compacted_at=now if compacted else chat.last_compacted_at,
-        )
+        projected = project_chat(chat, handle, usage, compacted=compacted)
         await self._save(projected)
         return projected
 
@@ -530,88 +464,3 @@ class SessionHub:
 
     async def _save(self, chat: ChatSessionRecord) -> None:
         await self._store.update_chat_session(chat.id, chat.projection)
-
-    async def _reap_idle(self) -> None:
-        idle_s = self._settings.session_idle_s
-        while True:
-            await asyncio.sleep(min(idle_s / 4, 30.0))
-            cutoff = time.monotonic() - idle_s
-            for ledger_id, entry in list(self._open.items()):
-                if entry.last_used > cutoff or ledger_id in self._claimed:
-                    continue
-                self._claimed.add(ledger_id)
-                closing = self._closing[ledger_id] = asyncio.Event()
-                try:
-                    deadline = asyncio.get_running_loop().time() + self._close_timeout_s
-                    await self._close_for_good(ledger_id, deadline, keep_if_busy=True)
-                except Exception:
-                    logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
-                finally:
-                    self._claimed.discard(ledger_id)
-                    del self._closing[ledger_id]
-                    closing.set()
-
-    async def _close_for_good(
-        self, ledger_id: str, deadline: float, *, keep_if_busy: bool = False
-    ) -> None:
-        """Closing extracts memories, which writes, so it takes the lease; a copy another
-        process has written to since (or is writing now) is only dropped: its memories are
-        that process's to extract. Extraction stops at ``deadline`` (event-loop time).
-
-        ``keep_if_busy`` (the idle reaper): while another process holds the lease, the session
-        stays open for the next pass instead of being dropped. That process may only be
-        dropping its own outdated copy, and then the memories are this one's to extract.
-        """
-        entry = self._open.get(ledger_id)
-        if entry is None:
-            return
-        handle = entry.handle
-        holder = await self._lease(ledger_id)
-        if holder is not None and keep_if_busy:
-            return
-        self._open.pop(ledger_id, None)  # the caller's claim kept everyone else off it
-        if holder is not None:
-            await handle.close(extract_memories=False)
-            return
-        try:
-            if await self._storage.last_seq(ledger_id) != handle.last_seq:
-                await handle.close(extract_memories=False)
-                return
-            closing = asyncio.ensure_future(handle.close())
-            await asyncio.wait({closing}, timeout=deadline - asyncio.get_running_loop().time())
-            if closing.done():
-                closing.result()  # a plugin's veto or a storage failure
-                return
-            closing.cancel()
-            await asyncio.wait({closing})
-            logger.warning("session %s closed without extracting memories (too slow)", ledger_id)
-            await handle.close(extract_memories=False)
-        finally:
-            await self._leases.release(ledger_id, self.holder)
-
-
-async def _agent_call(call: Awaitable[T]) -> T:
-    """Kernel refusals become API errors with the catalog's code."""
-    try:
-        return await call
-    except AgentError as err:
-        raise from_agent_error(err) from err
-
-
-def memory_out(chat: ChatSessionRecord) -> MemoryOut:
-    """The ``memory`` of a session in the API and in ``turn_complete``: one projection."""
-    usage = ContextUsage.of(
-        chat.context_tokens,
-        chat.context_window_tokens,
-        can_compact=chat.message_count > chat.compacted_message_count,
-    )
-    return MemoryOut(
-        mode=chat.memory_mode,  # validated: only names of MEMORY_MODE_NAMES are stored
-        summary=chat.summary,
-        compacted_message_count=chat.compacted_message_count,
-        context_tokens=usage.tokens,
-        context_window_tokens=usage.window,
-        context_usage_percent=usage.percent,
-        can_compact=usage.can_compact,
-        last_compacted_at=chat.last_compacted_at,
-    )

@@ -12,7 +12,7 @@ from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, Te
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.history import history
-from youyou.workbench.hub import memory_out
+from youyou.workbench.projection import memory_out
 from youyou.workbench.routes import SESSION_ERRORS
 from youyou.workbench.schemas import (
     Envelope,
