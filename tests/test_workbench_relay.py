@@ -175,6 +175,36 @@ async def test_the_follower_reads_the_running_turn_to_its_end(
     assert await follower == wire(frames[1:])
 
 
+async def test_while_frames_arrive_the_follower_does_not_read_the_lease(
+    store: WorkbenchStore, chat_id: str
+) -> None:
+    """A frame every 0.03 s, faster than the follower polls: every poll finds new frames."""
+    frames = turn(5, *(f"delta {n}" for n in range(40)))
+    reads: list[int] = []
+    lease = Lease()
+
+    async def held_elsewhere() -> bool:
+        reads.append(1)
+        return await lease.held_elsewhere()
+
+    follower = asyncio.create_task(read(RelayedTurn(store, chat_id, held_elsewhere)))
+    await asyncio.sleep(0.25)  # nothing copied yet: each poll reads the lease
+    before = len(reads)
+    assert before >= 2
+    stream = TurnStream(chat_id, "turn")
+    copying = asyncio.create_task(copy_frames(store, stream))
+    for frame in frames[:-1]:
+        stream.publish(frame)
+        await asyncio.sleep(0.03)
+    during = len(reads) - before
+    lease.held = False
+    stream.publish(frames[-1])
+    stream.close()
+    await asyncio.wait_for(copying, 10)
+    assert await follower == wire(frames)
+    assert during <= 2  # the poll that finds the turn; about 12 polls in all read frames
+
+
 async def test_an_ended_turn_is_not_followed_while_another_process_holds_the_session(
     store: WorkbenchStore, chat_id: str
 ) -> None:

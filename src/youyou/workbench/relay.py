@@ -11,8 +11,10 @@ nobody follows elsewhere are never copied. A session keeps the copies of its new
 
 The last frame of a turn is published once the session's lease is released (so that a client
 reading it may send its next message at once); a follower that finds the lease released keeps
-polling for ``END_GRACE_S`` before it ends the stream. A stream ended without a last frame
-makes the client re-attach, get 204 and read the history, as after any turn that has ended.
+polling for ``END_GRACE_S`` before it ends the stream. Only a poll that found no new frame
+reads the lease: while frames arrive, the turn is running. A stream ended without a last
+frame makes the client re-attach, get 204 and read the history, as after any turn that has
+ended.
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ class RelayedTurn:
         quiet_since = loop.time()
         released_at: float | None = None
         while True:
-            held = await self._held_elsewhere()
+            held: bool | None = None
             if turn_seq is None:
+                held = await self._held_elsewhere()
                 newest = await self._store.newest_turn(self._chat_id)
                 if newest is not None and (not newest.ended or not held):
                     turn_seq = newest.turn_seq
@@ -91,13 +94,16 @@ class RelayedTurn:
                 if frame.event in TURN_END_EVENTS:
                     return
             now = loop.time()
-            if frames:
+            if frames:  # the turn is alive: its lease need not be read
                 quiet_since = now
-            elif now - quiet_since >= keepalive_s:
-                yield KEEPALIVE
-                quiet_since = now
-            if not held:
-                released_at = now if released_at is None else released_at
-                if now - released_at >= END_GRACE_S:
-                    return
+            else:
+                if now - quiet_since >= keepalive_s:
+                    yield KEEPALIVE
+                    quiet_since = now
+                if held is None:
+                    held = await self._held_elsewhere()
+                if not held:
+                    released_at = now if released_at is None else released_at
+                    if now - released_at >= END_GRACE_S:
+                        return
             await asyncio.sleep(POLL_S)
