@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 
 from kernel_kit import build_agent, text
+from workbench_kit import T0, chat_record
 from youyou import SessionHandle
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.domain.events import ContextUsage
@@ -13,27 +13,9 @@ from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.store import ChatSessionRecord
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
 
 def record(ledger_id: str, **changes: object) -> ChatSessionRecord:
-    chat = ChatSessionRecord(
-        id="chat-1",
-        owner_id="alice",
-        ledger_session_id=ledger_id,
-        title=UNTITLED_SESSION,
-        model_id="m1",
-        created_at=T0,
-        updated_at=T0,
-        message_count=0,
-        memory_mode="manual",
-        summary=None,
-        compacted_message_count=0,
-        context_tokens=0,
-        context_window_tokens=100_000,
-        last_compacted_at=None,
-    )
-    return replace(chat, **changes)  # type: ignore[arg-type]
+    return chat_record("alice", ledger_session_id=ledger_id, model_id="m1", **changes)
 
 
 async def session_after_one_turn() -> SessionHandle:

@@ -7,44 +7,24 @@ real server processes re-attaching through each other are in test_workbench_proc
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 import pytest
 
+from workbench_kit import chat_record
 from youyou.workbench import relay
 from youyou.workbench.relay import RelayedTurn, copy_frames
-from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.store.turn_frames import NewestTurn
 from youyou.workbench.streams import KEEPALIVE, Frame, TurnStream
-
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 async def chat_id(store: WorkbenchStore) -> str:
     owner = await store.create_user("alice", "hash")
-    session_id = str(uuid.uuid4())
-    await store.create_chat_session(
-        ChatSessionRecord(
-            id=session_id,
-            owner_id=owner.id,
-            ledger_session_id=f"ledger-{session_id}",
-            title="t",
-            model_id="scripted/echo",
-            created_at=T0,
-            updated_at=T0,
-            message_count=0,
-            memory_mode="off",
-            summary=None,
-            compacted_message_count=0,
-            context_tokens=0,
-            context_window_tokens=8192,
-            last_compacted_at=None,
-        )
-    )
-    return session_id
+    chat = chat_record(owner.id)
+    await store.create_chat_session(chat)
+    return chat.id
 
 
 def turn(seq: int, *texts: str, end: str | None = "turn_complete") -> list[Frame]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import asdict, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect
 
+from workbench_kit import T0, chat_record
 from youyou.adapters.storage.engine import alembic_config, create_engine, upgrade_database
 from youyou.adapters.storage.tables import VERSION_TABLE as KERNEL_VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode
@@ -30,8 +30,6 @@ from youyou.workbench.store import (
 )
 from youyou.workbench.store.repository import MIGRATIONS
 from youyou.workbench.store.tables import VERSION_TABLE, metadata
-
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -333,24 +331,7 @@ async def test_deleting_the_selected_prompt_clears_it_from_the_selection(
 
 
 def _chat(owner: UserRecord, title: str, updated_at: datetime, **fields: Any) -> ChatSessionRecord:
-    session_id = fields.pop("id", str(uuid.uuid4()))
-    values: dict[str, Any] = {
-        "id": session_id,
-        "owner_id": owner.id,
-        "ledger_session_id": f"ledger-{session_id}",
-        "title": title,
-        "model_id": "scripted/echo",
-        "created_at": T0,
-        "updated_at": updated_at,
-        "message_count": 0,
-        "memory_mode": "off",
-        "summary": None,
-        "compacted_message_count": 0,
-        "context_tokens": 0,
-        "context_window_tokens": 8192,
-        "last_compacted_at": None,
-    }
-    return ChatSessionRecord(**{**values, **fields})
+    return chat_record(owner.id, title=title, updated_at=updated_at, **fields)
 
 
 async def _all_pages(

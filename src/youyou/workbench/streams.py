@@ -197,9 +197,12 @@ class TurnStream:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def batches(self) -> AsyncIterator[list[Frame]]:
-        """Every frame in order, as lists of those published since the previous list."""
-        index = 0
+    async def batches(
+        self, after: int = 0, idle_s: float | None = None
+    ) -> AsyncIterator[list[Frame]]:
+        """Frames with ``id > after`` in order, as lists of those published since the previous
+        list; an empty list after ``idle_s`` without one."""
+        index = next((i for i, f in enumerate(self._frames) if f.id > after), len(self._frames))
         while True:
             if index < len(self._frames):
                 batch = self._frames[index:]
@@ -208,19 +211,15 @@ class TurnStream:
             elif self.done:
                 return
             else:
-                await self._changed.wait()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), idle_s)
+                except TimeoutError:
+                    yield []
 
     async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
         """Frames with ``id > after`` as they come; a comment line when idle for a while."""
-        index = next((i for i, f in enumerate(self._frames) if f.id > after), len(self._frames))
-        while True:
-            while index < len(self._frames):
-                yield self._frames[index].encode()
-                index += 1
-            if self.done:
-                return
-            changed = self._changed
-            try:
-                await asyncio.wait_for(changed.wait(), keepalive_s)
-            except TimeoutError:
+        async for batch in self.batches(after, keepalive_s):
+            if not batch:
                 yield KEEPALIVE
+            for frame in batch:
+                yield frame.encode()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import case, delete, func, select
 
 from youyou.workbench.store.base import StoreBase, now
 from youyou.workbench.store.tables import turn_followers, turn_frames
@@ -50,18 +50,13 @@ class TurnFrameQueries(StoreBase):
         """Which of these sessions' turns a client follows elsewhere; the requests are used up."""
         if not chat_session_ids:
             return set()
-        of_these = turn_followers.c.chat_session_id.in_(list(chat_session_ids))
+        taken = (
+            delete(turn_followers)
+            .where(turn_followers.c.chat_session_id.in_(list(chat_session_ids)))
+            .returning(turn_followers.c.chat_session_id)
+        )
         async with self._transaction("taking turn frame requests", write=True) as conn:
-            found = set(
-                (
-                    await conn.execute(select(turn_followers.c.chat_session_id).where(of_these))
-                ).scalars()
-            )
-            if found:
-                await conn.execute(
-                    delete(turn_followers).where(turn_followers.c.chat_session_id.in_(found))
-                )
-        return found
+            return set((await conn.execute(taken)).scalars())
 
     async def start_turn_frames(self, chat_session_id: str, turn_seq: int) -> None:
         """A turn begins: the copies of the session's other turns go."""
@@ -89,19 +84,17 @@ class TurnFrameQueries(StoreBase):
 
     async def newest_turn(self, chat_session_id: str) -> NewestTurn | None:
         """The session's newest turn with copied frames, if any."""
-        of_session = turn_frames.c.chat_session_id == chat_session_id
-        newest = select(func.max(turn_frames.c.turn_seq)).where(of_session).scalar_subquery()
-        stmt = select(turn_frames.c.turn_seq, turn_frames.c.event).where(
-            of_session,
-            turn_frames.c.turn_seq == newest,
-            turn_frames.c.event.in_(TURN_END_EVENTS),
+        ends = func.max(case((turn_frames.c.event.in_(TURN_END_EVENTS), 1), else_=0))
+        stmt = (
+            select(turn_frames.c.turn_seq, ends)
+            .where(turn_frames.c.chat_session_id == chat_session_id)
+            .group_by(turn_frames.c.turn_seq)
+            .order_by(turn_frames.c.turn_seq.desc())
+            .limit(1)
         )
         async with self._transaction("finding the newest turn's frames") as conn:
-            seq = (await conn.execute(select(newest))).scalar_one_or_none()
-            if seq is None:
-                return None
-            ended = (await conn.execute(stmt)).first() is not None
-        return NewestTurn(int(seq), ended)
+            found = (await conn.execute(stmt)).first()
+        return None if found is None else NewestTurn(int(found[0]), bool(found[1]))
 
     async def turn_frames_after(
         self, chat_session_id: str, turn_seq: int, after: int
