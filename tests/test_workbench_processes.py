@@ -236,13 +236,23 @@ def test_an_idle_copy_the_other_server_wrote_to_is_dropped_without_extracting(
     on_a.send(sid, "first, on a")
     on_b.send(sid, "second, on b")  # a's open copy is now behind the ledger
 
-    deadline = time.monotonic() + 30
-    while open_sessions(on_a) or open_sessions(on_b):
-        assert time.monotonic() < deadline, "idle sessions were not closed"
-        time.sleep(0.2)
-    extractions = extraction_requests(fake_model)
+    extractions = closed_with_extractions(on_a, on_b, fake_model)
     assert len(extractions) == 1, "only the process that wrote last extracts"
     assert "second, on b" in json.dumps(extractions[0].json["messages"])
+
+
+def closed_with_extractions(
+    on_a: Api, on_b: Api, fake_model: FakeOpenAIServer
+) -> list[RecordedRequest]:
+    """The extraction requests once both servers closed their idle copies. A session leaves
+    the open-sessions gauge when its closing starts, before it extracts: wait for one, then
+    leave room for a second (wrong) one to arrive."""
+    deadline = time.monotonic() + 30
+    while open_sessions(on_a) or open_sessions(on_b) or not extraction_requests(fake_model):
+        assert time.monotonic() < deadline, "idle sessions were not closed with an extraction"
+        time.sleep(0.2)
+    time.sleep(0.5)
+    return extraction_requests(fake_model)
 
 
 def extraction_requests(fake_model: FakeOpenAIServer) -> list[RecordedRequest]:
@@ -274,11 +284,7 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
         assert extraction_requests(fake_model) == []
     finally:
         asyncio.run(_lease(pg_url, ledger_id, other, acquire=False))
-    deadline = time.monotonic() + 30
-    while open_sessions(on_a) or open_sessions(on_b):
-        assert time.monotonic() < deadline, "idle sessions were not closed"
-        time.sleep(0.2)
-    [extraction] = extraction_requests(fake_model)
+    [extraction] = closed_with_extractions(on_a, on_b, fake_model)
     assert "second, on b" in json.dumps(extraction.json["messages"])
 
 
