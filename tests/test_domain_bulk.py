@@ -1,8 +1,10 @@
-"""Bulk building: the collector pause and ``built``, the cheap constructor of converted messages."""
+"""Bulk building: the collector pause and ``built``, the cheap constructor of the objects the
+kernel makes itself (converted messages, ledger events, stream events, requests)."""
 
 from __future__ import annotations
 
 import gc
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -10,7 +12,11 @@ from pydantic import BaseModel
 
 from youyou.domain.bulk import built, collector_paused
 from youyou.domain.content import TextBlock
-from youyou.domain.model import ModelMessage, ModelMessageRole, ModelToolCall
+from youyou.domain.events import AgentEvent, TextDeltaEvent
+from youyou.domain.ledger import LEDGER_SCHEMA_VERSION, LedgerEvent, UserMessage
+from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole, ModelToolCall
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 CALL = {"call_id": "c1", "tool_name": "grep", "arguments": {"pattern": "x"}}
 MESSAGE = {
@@ -23,6 +29,38 @@ CASES: list[tuple[type[BaseModel], dict[str, Any]]] = [
     (ModelMessage, MESSAGE),
     (ModelToolCall, CALL),
     (TextBlock, {"type": "text", "text": "hi"}),
+    (
+        LedgerEvent,
+        {
+            "seq": 2,
+            "timestamp": T0,
+            "payload": UserMessage(content=(TextBlock(text="hi"),)),
+            "schema_version": LEDGER_SCHEMA_VERSION,
+        },
+    ),
+    (TextDeltaEvent, {"type": "text_delta", "text": "hi"}),
+    (
+        AgentEvent,
+        {
+            "session_id": "s1",
+            "turn_id": "t1",
+            "timestamp": T0,
+            "sequence": 1,
+            "payload": TextDeltaEvent(text="hi"),
+        },
+    ),
+    (
+        ChatRequest,
+        {
+            "model_id": "m",
+            "system_prompt": "be brief",
+            "messages": (ModelMessage(**MESSAGE),),
+            "tools": (),
+            "temperature": None,
+            "max_tokens": None,
+            "reasoning_effort": None,
+        },
+    ),
 ]
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from youyou.application.model_router import ModelRegistry
 from youyou.application.turn_stream import TurnChannel
+from youyou.domain.bulk import built
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ReasoningDeltaEvent, TextDeltaEvent
 from youyou.domain.model import (
@@ -57,7 +58,7 @@ async def stream_response(
         async for event in provider.chat(request, channel.cancel_token):
             if isinstance(event, TextDelta):
                 response.text.append(event.text)
-                channel.emit(TextDeltaEvent.model_construct(type="text_delta", text=event.text))
+                channel.emit(built(TextDeltaEvent, {"type": "text_delta", "text": event.text}))
             elif isinstance(event, ReasoningDelta):
                 channel.emit(ReasoningDeltaEvent(text=event.text))
             elif isinstance(event, ToolCallRequested):

@@ -168,12 +168,15 @@ class ChatRequestBuilder:
         has_image = self.messages.prefix_has_image or tail_image or post_image
         if has_image and ProviderCapability.VISION not in model.capabilities:
             raise _unsupported(f"model {model.model_id} does not accept images (no vision)")
-        return ChatRequest.model_construct(
-            model_id=model.model_id,
-            system_prompt=system_prompt,
-            messages=tuple(messages),
-            tools=request_tools,
-            temperature=None,
-            max_tokens=None,
-            reasoning_effort=None,
+        return built(
+            ChatRequest,
+            {
+                "model_id": model.model_id,
+                "system_prompt": system_prompt,
+                "messages": tuple(messages),
+                "tools": request_tools,
+                "temperature": None,
+                "max_tokens": None,
+                "reasoning_effort": None,
+            },
         )

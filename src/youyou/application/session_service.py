@@ -15,7 +15,7 @@ from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
-from youyou.domain.bulk import collector_paused
+from youyou.domain.bulk import built, collector_paused
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
     ResolvedSessionConfig,
@@ -138,11 +138,14 @@ class SessionService:
 
     async def _append(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
         """One event, under the write lock ``record`` holds."""
-        event = LedgerEvent.model_construct(
-            seq=runtime.last_seq + 1,
-            timestamp=self._kernel.clock(),
-            payload=payload,
-            schema_version=LEDGER_SCHEMA_VERSION,
+        event = built(
+            LedgerEvent,
+            {
+                "seq": runtime.last_seq + 1,
+                "timestamp": self._kernel.clock(),
+                "payload": payload,
+                "schema_version": LEDGER_SCHEMA_VERSION,
+            },
         )
         summary = next_summary(runtime.summary, runtime.session_id, event)
         storage = self._kernel.session_storage

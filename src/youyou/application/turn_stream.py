@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 
+from youyou.domain.bulk import built
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.events import AgentEvent, AgentEventPayload
 from youyou.domain.turn import TurnOutcome
@@ -26,12 +27,15 @@ class TurnChannel:
     def emit(self, payload: AgentEventPayload) -> None:
         self._sequence += 1
         self._queue.put_nowait(
-            AgentEvent.model_construct(
-                session_id=self.session_id,
-                turn_id=self.turn_id,
-                timestamp=self._clock(),
-                sequence=self._sequence,
-                payload=payload,
+            built(
+                AgentEvent,
+                {
+                    "session_id": self.session_id,
+                    "turn_id": self.turn_id,
+                    "timestamp": self._clock(),
+                    "sequence": self._sequence,
+                    "payload": payload,
+                },
             )
         )
 
