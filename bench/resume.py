@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from storage_scale import bulk_insert, database
+from storage_scale import bulk_insert, database, vacuum_postgresql
 
 from youyou import (
     Agent,
@@ -158,6 +158,7 @@ async def build_session(storage: SqlSessionStorage, size: int, *, compacted: boo
         storage, sessions, [{"id": session_id, **session_row(summary, size), **slots}]
     )
     await bulk_insert(storage, ledger_events, rows)
+    await vacuum_postgresql(storage)
     head: SessionHead = await storage.load_head(session_id)  # the fast path must match the port
     assert head.last_seq == size and (head.latest_compaction is not None) == compacted
     return session_id

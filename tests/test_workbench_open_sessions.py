@@ -5,6 +5,8 @@ through two real server processes is in test_workbench_processes.py."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,6 +15,7 @@ import pytest
 from kernel_kit import build_agent, text
 from waiting import eventually
 from youyou import Agent, AgentConfig
+from youyou.adapters.storage import LeaseState
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
@@ -148,3 +151,28 @@ async def test_close_all_closes_every_session_and_releases_its_lease(
     for handle in handles:
         assert handle.is_closed
         assert await storage.leases().holder(handle.session_id) is None
+
+
+async def test_the_lease_taker_tells_a_live_holder_elsewhere_from_itself_and_the_ended(
+    storage: SqlSessionStorage,
+) -> None:
+    agent = await agent_on(storage)
+    session_id = (await agent.new_session()).session_id
+    ours = LeaseTaker(storage.leases(), HOLDER, ttl_s=30.0)
+    theirs = LeaseTaker(storage.leases(), "other-process", ttl_s=30.0)
+    assert await ours.take(session_id) is None
+    assert await ours.held_elsewhere(session_id) is None  # our own lease
+    assert await theirs.held_elsewhere(session_id) == HOLDER
+    assert await ours.renew_all() == {session_id: LeaseState.HELD}
+    await theirs.request_cancel(session_id)
+    assert await ours.renew_all() == {session_id: LeaseState.CANCEL_REQUESTED}
+    await ours.release(session_id)
+    assert await theirs.held_elsewhere(session_id) is None
+    assert await ours.renew_all() == {}
+
+    ended = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await ended.wait()
+    gone_holder = f"youyou serve, pid {ended.pid} on {socket.gethostname()}"
+    gone = LeaseTaker(storage.leases(), gone_holder, ttl_s=30.0)
+    assert await gone.take(session_id) is None
+    assert await ours.held_elsewhere(session_id) is None  # a process of this machine that ended

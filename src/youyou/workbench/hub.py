@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
-from youyou.adapters.storage import LeaseState, SqlSessionLeases
-from youyou.adapters.storage.lease_holder import holder_has_ended, local_holder
+from youyou.adapters.storage import LeaseState
+from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
@@ -82,14 +82,12 @@ class SessionHub:
         self._agent = agent
         self._knowledge = knowledge
         self._mcp = mcp or McpToolbox(())
-        self._leases: SqlSessionLeases = storage.leases()
         self._store = store
-        self._settings = settings
         self._default_mode = default_mode
         self._metrics = metrics
         # The tag tells apart two lives of one pid (a restart that got the same number).
         self.holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
-        self._lease = LeaseTaker(self._leases, self.holder, settings.lease_ttl_s)
+        self._lease = LeaseTaker(storage.leases(), self.holder, settings.lease_ttl_s)
         self._sessions = OpenSessions(
             agent,
             storage,
@@ -235,10 +233,7 @@ class SessionHub:
 
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
         """The other process running the session's turn; not one that has ended."""
-        holder = await self._leases.holder(chat.ledger_session_id)
-        if holder is None or holder == self.holder or holder_has_ended(holder):
-            return None
-        return holder
+        return await self._lease.held_elsewhere(chat.ledger_session_id)
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
         """Idempotent; reaches a turn running on another process through the lease."""
@@ -246,7 +241,7 @@ class SessionHub:
         if running is not None:
             running.turn.cancel()
             return
-        await self._leases.request_cancel(chat.ledger_session_id)
+        await self._lease.request_cancel(chat.ledger_session_id)
 
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
@@ -406,7 +401,7 @@ class SessionHub:
             # Only turns that held their lease before the renewal began can be judged by it.
             running = list(self._turns.values())
             try:
-                states = await self._leases.renew_all(self.holder, self._settings.lease_ttl_s)
+                states = await self._lease.renew_all()
             except AgentError:
                 logger.warning("renewing the leases of this process failed", exc_info=True)
                 continue

@@ -14,8 +14,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from youyou.adapters.storage import SqlSessionLeases
-from youyou.adapters.storage.lease_holder import acquire_lease
+from youyou.adapters.storage import LeaseState, SqlSessionLeases
+from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.session import SessionHandle
@@ -40,6 +40,22 @@ class LeaseTaker:
 
     async def release(self, ledger_id: str) -> None:
         await self.leases.release(ledger_id, self.holder)
+
+    async def renew_all(self) -> dict[str, LeaseState]:
+        """Every lease this process holds, renewed in one statement: the state of each."""
+        return await self.leases.renew_all(self.holder, self.ttl_s)
+
+    async def held_elsewhere(self, ledger_id: str) -> str | None:
+        """The other live process holding the session's lease; not this one, not one that
+        has ended."""
+        holder = await self.leases.holder(ledger_id)
+        if holder is None or holder == self.holder or holder_has_ended(holder):
+            return None
+        return holder
+
+    async def request_cancel(self, ledger_id: str) -> None:
+        """Ask whichever process holds the session's lease to cancel its turn."""
+        await self.leases.request_cancel(ledger_id)
 
 
 @dataclass(slots=True)
