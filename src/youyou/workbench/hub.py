@@ -86,8 +86,8 @@ class SessionHub:
         self._default_mode = default_mode
         self._metrics = metrics
         # The tag tells apart two lives of one pid (a restart that got the same number).
-        self.holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
-        self._lease = LeaseTaker(storage.leases(), self.holder, settings.lease_ttl_s)
+        holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
+        self._lease = LeaseTaker(storage.leases(), holder, settings.lease_ttl_s)
         self._sessions = OpenSessions(
             agent,
             storage,
@@ -127,6 +127,11 @@ class SessionHub:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self._sessions.close_all()
+
+    @property
+    def holder(self) -> str:
+        """This process as the holder of session leases."""
+        return self._lease.holder
 
     @property
     def open_sessions(self) -> int:
@@ -283,20 +288,8 @@ class SessionHub:
             if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
                 await handle.set_memory_mode(old.memory_mode)
             self._sessions.add(handle)
-            usage = handle.usage()
-            cleared = replace(
-                chat,
-                ledger_session_id=handle.session_id,
-                updated_at=datetime.now(UTC),
-                message_count=0,
-                summary=None,
-                compacted_message_count=0,
-                context_tokens=usage.tokens,
-                context_window_tokens=usage.window,
-                last_compacted_at=None,
-            )
-            await self._save(cleared)
-            return cleared
+            fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
+            return await self._project(fresh, handle, None, compacted=False)
 
     async def delete(self, chat: ChatSessionRecord) -> None:
         async with self._writing(chat):
