@@ -17,7 +17,7 @@ import pytest
 
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import Server, Workbench, answer_ok, free_port, write_config
+from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
 from youyou.workbench.store import WorkbenchStore
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -101,14 +101,21 @@ def workbench_db(request: pytest.FixtureRequest) -> str:
 def start_workbench(
     tmp_path: Path, fake_model: FakeOpenAIServer, workbench_db: str
 ) -> Iterator[Callable[..., Workbench]]:
-    """``start_workbench(context_window=…, extra="[server]\\n…")`` → a running server."""
+    """``start_workbench(context_window=…, extra="[server]\\n…")`` → a running server: in this
+    process, or ``youyou serve`` in a subprocess when given command-line arguments or
+    ``process=True`` (signals, exit codes, the process's own log)."""
     started: list[Workbench] = []
 
-    def start(*args: str, **config: Any) -> Workbench:
+    def start(*args: str, process: bool = False, **config: Any) -> Workbench:
         root = tmp_path / f"wb{len(started)}"
         root.mkdir()
         path = write_config(root, workbench_db, fake_model.base_url, **config)
-        workbench = Workbench(Server(root, path, free_port()).start(*args), fake_model)
+        server: Server | InProcessServer
+        if args or process:
+            server = Server(root, path, free_port()).start(*args)
+        else:
+            server = InProcessServer(root, path, free_port()).start()
+        workbench = Workbench(server, fake_model)
         started.append(workbench)
         return workbench
 

@@ -1,12 +1,16 @@
-"""Driving the real workbench: ``youyou serve`` in a subprocess on a free 127.0.0.1 port,
-``httpx`` as the client, SSE parsed from the wire, and the ``openai`` provider pointed at the
-protocol-faithful fake OpenAI server running in the test process.
+"""Driving the real workbench over a real socket on a free 127.0.0.1 port: the app served by
+uvicorn in a thread of the test process (``InProcessServer``, the default), or ``youyou serve``
+in a subprocess (``Server``) where a test needs a process of its own (signals, crashes,
+workers, the command line). ``httpx`` is the client, SSE is parsed from the wire, and the
+``openai`` provider points at the protocol-faithful fake OpenAI server of the test process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -20,9 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 
 from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
+from youyou.adapters.settings import load_settings
+from youyou.workbench.app import create_app
+from youyou.workbench.context import RequestIdFilter
+from youyou.workbench.server import uvicorn_config
 
 _SCRIPT = Path(sys.executable).with_name("youyou")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "youyou"]
@@ -94,6 +103,19 @@ def parse_sse(lines: Iterator[str]) -> Iterator[Frame | str]:
             event_id, event, data = None, "message", []
 
 
+def isolated_env(root: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``youyou`` subprocess: no ``YOUYOU_*`` of the test run, its home
+    and data directory under ``root``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YOUYOU_")}
+    env.update(
+        HOME=str(root),
+        XDG_DATA_HOME=str(root / "xdg-data"),
+        NO_PROXY="127.0.0.1,localhost",
+        **(extra or {}),
+    )
+    return env
+
+
 @dataclass
 class Server:
     """One ``youyou serve`` process; ``stop()`` sends SIGTERM and returns the exit code."""
@@ -113,14 +135,7 @@ class Server:
         return self.root / f"server-{self.port}.log"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("YOUYOU_")}
-        env.update(
-            HOME=str(self.root),
-            XDG_DATA_HOME=str(self.root / "xdg-data"),
-            NO_PROXY="127.0.0.1,localhost",
-            **self.extra_env,
-        )
-        return env
+        return isolated_env(self.root, self.extra_env)
 
     def start(self, *args: str) -> Server:
         log = self.log_path.open("a", encoding="utf-8")
@@ -158,6 +173,105 @@ class Server:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+class InProcessServer:
+    """The workbench app served by uvicorn in a thread of this process, with the same app and
+    uvicorn configuration as ``youyou serve`` but no process start (a few hundred ms instead
+    of seconds). Its log lines (the root logger's, while it runs) go to ``log_path``."""
+
+    def __init__(self, root: Path, config: Path, port: int) -> None:
+        self.root = root
+        self.config = config
+        self.port = port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._log_handler: logging.Handler | None = None
+        self._root_level = logging.WARNING
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / f"server-{self.port}.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
+
+    def env(self) -> dict[str, str]:
+        """For the ``youyou`` commands a test runs beside this server."""
+        return isolated_env(self.root)
+
+    def start(self) -> InProcessServer:
+        self._capture_log()
+        settings = load_settings(self.config)
+        server_settings = settings.server.model_copy(update={"port": self.port})
+        app = create_app(settings)
+        self._server = uvicorn.Server(uvicorn_config(server_settings, app))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"server did not start: {self.log()}")
+            time.sleep(0.02)
+        return self
+
+    def _capture_log(self) -> None:
+        handler = logging.FileHandler(self.log_path, encoding="utf-8")
+        handler.addFilter(RequestIdFilter())
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        )
+        root = logging.getLogger()
+        self._root_level = root.level
+        root.setLevel(logging.INFO)
+        root.addHandler(handler)
+        self._log_handler = handler
+
+    def stop(self, timeout_s: float = 30) -> int:
+        """What SIGTERM does to ``youyou serve``: running turns are cancelled at once, then a
+        graceful shutdown; 0 once the server has stopped."""
+        server, thread = self._server, self._thread
+        if server is not None and thread is not None and thread.is_alive():
+            workbench = getattr(server.config.loaded_app, "app", None)
+            self._begin_shutdown(server)
+            server.should_exit = True
+            thread.join(timeout_s)
+            del workbench
+        self._release_log()
+        return 0 if thread is None or not thread.is_alive() else 1
+
+    def kill(self) -> None:
+        self.stop()
+
+    @staticmethod
+    def _begin_shutdown(server: uvicorn.Server) -> None:
+        app = server.config.loaded_app
+        while app is not None and not hasattr(app, "state"):
+            app = getattr(app, "app", None)
+        workbench = getattr(getattr(app, "state", None), "workbench", None)
+        loop = _server_loop(server)
+        if workbench is not None and loop is not None:
+            loop.call_soon_threadsafe(workbench.hub.begin_shutdown)
+
+    def _release_log(self) -> None:
+        if self._log_handler is not None:
+            root = logging.getLogger()
+            root.removeHandler(self._log_handler)
+            root.setLevel(self._root_level)
+            self._log_handler.close()
+            self._log_handler = None
+
+
+def _server_loop(server: uvicorn.Server) -> asyncio.AbstractEventLoop | None:
+    for task_server in getattr(server, "servers", []):
+        loop: asyncio.AbstractEventLoop = task_server.get_loop()
+        return loop
+    return None
 
 
 class Api:
@@ -218,7 +332,7 @@ class Api:
 class Workbench:
     """A running server, its fake model, and helpers to sign users up."""
 
-    server: Server
+    server: Server | InProcessServer
     model: FakeOpenAIServer
     clients: list[Api] = field(default_factory=list)
 

@@ -38,6 +38,7 @@ from server_kit import (
 )
 from youyou.adapters.settings import Settings
 from youyou.workbench.app import create_app
+from youyou.workbench.server import setup_server_process
 
 StartWorkbench = Callable[..., Workbench]
 
@@ -61,7 +62,7 @@ def open_sessions(wb: Workbench) -> float:
 def test_sigterm_mid_turn_stores_the_partial_answer_and_exits_0(
     start_workbench: StartWorkbench,
 ) -> None:
-    wb = start_workbench()
+    wb = start_workbench(process=True)
     api = wb.user("amy")
     sid = api.new_session()["id"]
     wb.model.enqueue(pausing_reply(FIRST_PIECE, pause_s=60))
@@ -99,7 +100,7 @@ def test_a_hung_model_does_not_hold_up_shutdown_with_memory_extraction(
 ) -> None:
     """Closing the open sessions at shutdown extracts their memories, a model call: bounded
     by ``[memory] close_timeout_s`` (the provider's own timeout here is 20 s)."""
-    wb = start_workbench(memory=True, memory_keys="close_timeout_s = 1")
+    wb = start_workbench(process=True, memory=True, memory_keys="close_timeout_s = 1")
     api = wb.user("ann")
     sid = api.new_session()["id"]
     assert api.send(sid, "db-1 runs postgres 15")[-1].event == "turn_complete"
@@ -118,7 +119,7 @@ def test_a_hung_model_does_not_hold_up_shutdown_with_memory_extraction(
 
 def test_sigkill_mid_turn_keeps_everything_acknowledged(start_workbench: StartWorkbench) -> None:
     """The crash test: nothing the client was told is stored is lost, nothing is corrupted."""
-    wb = start_workbench()  # the lease lives 30 s: a restart must not wait for it
+    wb = start_workbench(process=True)  # the lease lives 30 s: a restart must not wait for it
     api = wb.user("ben")
     sid = api.new_session()["id"]
     assert api.send(sid, "first question")[-1].event == "turn_complete"
@@ -289,14 +290,34 @@ def test_json_logs_carry_the_request_id_of_each_response(start_workbench: StartW
     assert {"uvicorn.access"} < {r["logger"] for r in send}, send
 
 
-async def test_startup_objects_are_kept_out_of_full_collections(tmp_path: Path) -> None:
-    """A full collection walks every tracked object: without freezing what start-up built,
-    one gen-2 pause took ~100 ms of a busy server's event loop."""
+async def test_the_app_alone_changes_nothing_in_its_process(tmp_path: Path) -> None:
+    """``create_app`` can run inside any process (tests, an embedder's server): its lifespan
+    neither installs signal handlers nor freezes the garbage collector."""
     settings = Settings.model_validate({"database": {"url": f"sqlite:///{tmp_path / 'y.db'}"}})
     app = create_app(settings)
     gc.unfreeze()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    async with app.router.lifespan_context(app):
+        assert gc.get_freeze_count() == 0
+        assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
+
+
+async def test_the_server_process_keeps_startup_objects_out_of_full_collections(
+    tmp_path: Path,
+) -> None:
+    """A full collection walks every tracked object: without freezing what start-up built,
+    one gen-2 pause took ~100 ms of a busy server's event loop. ``youyou serve``'s process
+    setup freezes them, and chains the stop signals to the hub."""
+    settings = Settings.model_validate({"database": {"url": f"sqlite:///{tmp_path / 'y.db'}"}})
+    app = create_app(settings, on_started=setup_server_process)
+    gc.unfreeze()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         async with app.router.lifespan_context(app):
             assert gc.get_freeze_count() > 10_000
+            # chained to the handler in place (uvicorn's in a server; Python's for SIGINT here)
+            assert signal.getsignal(signal.SIGINT) is not handlers[signal.SIGINT]
     finally:
         gc.unfreeze()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

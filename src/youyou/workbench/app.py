@@ -3,16 +3,11 @@ one error envelope for every failure."""
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import logging
-import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -36,7 +31,6 @@ from youyou.workbench.store import WorkbenchStore
 
 logger = logging.getLogger(__name__)
 
-SignalHandler = Callable[[int, FrameType | None], None]
 _STATUS_CODES = {404: ApiCode.NOT_FOUND, 405: ApiCode.NOT_FOUND, 401: ApiCode.AUTH_UNAUTHENTICATED}
 
 
@@ -69,25 +63,12 @@ def _field_problems(exc: RequestValidationError) -> str:
     return "; ".join(problems)
 
 
-def _install_shutdown_hook(hub: SessionHub) -> None:
-    """Cancel running turns the moment a stop signal arrives, so their streams end and the
-    server's graceful shutdown does not wait on them; then let the server handle it."""
-    loop = asyncio.get_running_loop()
-
-    def chained(previous: Callable[[int, FrameType | None], Any]) -> SignalHandler:
-        def handler(number: int, frame: FrameType | None) -> None:
-            loop.call_soon_threadsafe(hub.begin_shutdown)
-            previous(number, frame)
-
-        return handler
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(signum)
-        if callable(previous):
-            signal.signal(signum, chained(previous))
-
-
-def create_app(settings: Settings) -> FastAPI:
+def create_app(
+    settings: Settings, *, on_started: Callable[[SessionHub], None] | None = None
+) -> FastAPI:
+    """The app, with no effect on the process: ``on_started`` (given by ``youyou serve``'s
+    process setup) runs once the hub is up, for what belongs to a whole process (signal
+    handlers, garbage-collector tuning)."""
     metrics = Metrics()
     settings = workbench_settings(settings)
 
@@ -118,10 +99,8 @@ def create_app(settings: Settings) -> FastAPI:
         )
         app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
         hub.start()
-        _install_shutdown_hook(hub)
-        # Everything built so far (modules, schemas, the agent) lives as long as the process:
-        # kept out of full collections, a gen-2 pause drops from ~100 ms to a few ms.
-        gc.freeze()
+        if on_started is not None:
+            on_started(hub)
         logger.info("workbench ready (process %s)", hub.holder)
         try:
             yield

@@ -4,6 +4,7 @@ worker processes) with logs that carry the request id."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import json
 import logging
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 import uvicorn.supervisors
@@ -26,6 +28,10 @@ from youyou.adapters.settings import Settings, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.context import RequestIdFilter
 from youyou.workbench.store import WorkbenchStore
+
+if TYPE_CHECKING:
+    from youyou.adapters.settings import ServerSettings
+    from youyou.workbench.hub import SessionHub
 
 LogFormat = Literal["text", "json"]
 # Workers are separate processes started by uvicorn: they read their settings from these.
@@ -117,6 +123,35 @@ async def _migrate(url: str) -> None:
     await store.close()
 
 
+SignalHandler = Callable[[int, FrameType | None], None]
+
+
+def _chain_shutdown(hub: SessionHub) -> None:
+    """Cancel running turns the moment a stop signal arrives, so their streams end and the
+    server's graceful shutdown does not wait on them; then let uvicorn handle the signal."""
+    loop = asyncio.get_running_loop()
+
+    def chained(previous: Callable[[int, FrameType | None], Any]) -> SignalHandler:
+        def handler(number: int, frame: FrameType | None) -> None:
+            loop.call_soon_threadsafe(hub.begin_shutdown)
+            previous(number, frame)
+
+        return handler
+
+    for signum in _STOP_SIGNALS:
+        previous = signal.getsignal(signum)
+        if callable(previous):
+            signal.signal(signum, chained(previous))
+
+
+def setup_server_process(hub: SessionHub) -> None:
+    """What a server process (not the app) owns: stop signals reach the hub at once, and
+    everything built so far (modules, schemas, the agent), which lives as long as the
+    process, is kept out of full collections so a gen-2 pause stays a few ms."""
+    _chain_shutdown(hub)
+    gc.freeze()
+
+
 def app_from_environment() -> FastAPI:
     """uvicorn's factory in each worker process."""
     from youyou.workbench.app import create_app
@@ -125,7 +160,7 @@ def app_from_environment() -> FastAPI:
     setup_server_logging(log_format)
     config = os.environ.get(_CONFIG_ENV) or None
     options = ServeOptions(Path(config) if config else None, None, None, None, log_format)
-    return create_app(resolved_settings(options))
+    return create_app(resolved_settings(options), on_started=setup_server_process)
 
 
 def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
@@ -156,9 +191,21 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     os.environ[_CONFIG_ENV] = str(options.config.resolve()) if options.config else ""
     os.environ[_LOG_ENV] = options.log_format
     setup_server_logging(options.log_format)
-    config = uvicorn.Config(
-        "youyou.workbench.server:app_from_environment",
-        factory=True,
+    config = uvicorn_config(server, "youyou.workbench.server:app_from_environment")
+    if server.workers > 1:
+        sock = config.bind_socket()
+        uvicorn.supervisors.Multiprocess(config, sockets=[sock]).run()
+    else:
+        _QuietServer(config).run()
+    return 0
+
+
+def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> uvicorn.Config:
+    """The one uvicorn configuration of a workbench: ``app`` is the worker factory's import
+    path for ``youyou serve``, or an app built in this process (tests, embedding)."""
+    return uvicorn.Config(
+        app,
+        factory=isinstance(app, str),
         host=server.host,
         port=server.port,
         workers=server.workers,
@@ -167,12 +214,6 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         proxy_headers=False,
     )
-    if server.workers > 1:
-        sock = config.bind_socket()
-        uvicorn.supervisors.Multiprocess(config, sockets=[sock]).run()
-    else:
-        _QuietServer(config).run()
-    return 0
 
 
 class _QuietServer(uvicorn.Server):
