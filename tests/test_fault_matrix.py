@@ -19,6 +19,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -208,12 +209,15 @@ def _wait_for(condition: Callable[[], bool], process: subprocess.Popen[str]) -> 
 def test_concurrent_writers(world: World) -> None:
     world.configure()
     session_id = world.ask("why is checkout down?", text_reply("look at the pods"))
-    # 8 s of answer: the second process starts and asks while the first still writes.
-    world.model.enqueue(slow_answer("first", delay_s=0.2), text_reply("second answer"))
+    # The first answer waits at its gate until the second process has asked and been refused.
+    asked = threading.Event()
+    first_answer = OpenAIStream().text("first0 ").gate(asked).text("first1").finish().reply()
+    world.model.enqueue(first_answer, text_reply("second answer"))
     first = world.start("chat", "-r", session_id, "-m", "and the database?")
     printed = _read_until(first, "first0")
     second = world.run("chat", "-r", session_id, "-m", "and the cache?")
     assert first.poll() is None, "the first answer ended before the second process asked"
+    asked.set()
     assert second.returncode == 1
     assert f"is in use by another process (youyou chat, pid {first.pid} on" in second.stderr
     assert world.finish(first, printed)[0] == 0

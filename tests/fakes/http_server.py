@@ -36,13 +36,22 @@ class Delay:
 
 
 @dataclass(frozen=True, slots=True)
+class Gate:
+    """Hold the body until the test sets ``opened`` (at most ``timeout_s``): a stream that lasts
+    exactly as long as the test needs it to, however loaded the machine is."""
+
+    opened: threading.Event
+    timeout_s: float = 120
+
+
+@dataclass(frozen=True, slots=True)
 class Abort:
     """Drop the connection in the middle of the body (a broken stream)."""
 
 
 @dataclass(frozen=True, slots=True)
 class StreamReply:
-    parts: tuple[SSE | Delay | Abort, ...]
+    parts: tuple[SSE | Delay | Gate | Abort, ...]
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
 
@@ -75,10 +84,14 @@ class StreamBuilder:
     """Base of the wire-format builders: parts in call order, delays, a broken ending."""
 
     def __init__(self) -> None:
-        self._parts: list[SSE | Delay | Abort] = []
+        self._parts: list[SSE | Delay | Gate | Abort] = []
 
     def delay(self, seconds: float) -> Self:
         self._parts.append(Delay(seconds))
+        return self
+
+    def gate(self, opened: threading.Event) -> Self:
+        self._parts.append(Gate(opened))
         return self
 
     def abort(self) -> StreamReply:
@@ -222,6 +235,11 @@ class FakeHTTPServer:
                     return False, b""
                 if isinstance(part, Delay):
                     await asyncio.wait([hangup], timeout=part.seconds)
+                elif isinstance(part, Gate):
+                    opened = asyncio.ensure_future(
+                        asyncio.to_thread(part.opened.wait, part.timeout_s)
+                    )
+                    await asyncio.wait([hangup, opened], return_when=asyncio.FIRST_COMPLETED)
                 else:
                     chunk = part.encode()
                     writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
