@@ -31,6 +31,7 @@ from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from youyou.adapters.settings import load_settings
 from youyou.workbench.app import create_app
 from youyou.workbench.context import RequestIdFilter
+from youyou.workbench.hub import SessionHub
 from youyou.workbench.server import uvicorn_config
 
 _SCRIPT = Path(sys.executable).with_name("youyou")
@@ -116,15 +117,11 @@ def isolated_env(root: Path, extra: dict[str, str] | None = None) -> dict[str, s
     return env
 
 
-@dataclass
-class Server:
-    """One ``youyou serve`` process; ``stop()`` sends SIGTERM and returns the exit code."""
+class _Listening:
+    """Where a server of the tests listens and writes its log."""
 
     root: Path
-    config: Path
     port: int
-    process: subprocess.Popen[str] | None = None
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -133,6 +130,20 @@ class Server:
     @property
     def log_path(self) -> Path:
         return self.root / f"server-{self.port}.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
+
+
+@dataclass
+class Server(_Listening):
+    """One ``youyou serve`` process; ``stop()`` sends SIGTERM and returns the exit code."""
+
+    root: Path
+    config: Path
+    port: int
+    process: subprocess.Popen[str] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
         return isolated_env(self.root, self.extra_env)
@@ -160,9 +171,6 @@ class Server:
         self.kill()
         raise RuntimeError(f"server did not start: {self.log()}")
 
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
-
     def stop(self, timeout_s: float = 30) -> int:
         assert self.process is not None
         if self.process.poll() is None:
@@ -175,7 +183,7 @@ class Server:
             self.process.wait(10)
 
 
-class InProcessServer:
+class InProcessServer(_Listening):
     """The workbench app served by uvicorn in a thread of this process, with the same app and
     uvicorn configuration as ``youyou serve`` but no process start (a few hundred ms instead
     of seconds). Its log lines (the root logger's, while it runs) go to ``log_path``."""
@@ -187,18 +195,9 @@ class InProcessServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._log_handler: logging.Handler | None = None
+        self._hub: SessionHub | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._root_level = logging.WARNING
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def log_path(self) -> Path:
-        return self.root / f"server-{self.port}.log"
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
 
     def env(self) -> dict[str, str]:
         """For the ``youyou`` commands a test runs beside this server."""
@@ -208,7 +207,7 @@ class InProcessServer:
         self._capture_log()
         settings = load_settings(self.config)
         server_settings = settings.server.model_copy(update={"port": self.port})
-        app = create_app(settings)
+        app = create_app(settings, on_started=self._started)
         self._server = uvicorn.Server(uvicorn_config(server_settings, app))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -237,26 +236,19 @@ class InProcessServer:
         graceful shutdown; 0 once the server has stopped."""
         server, thread = self._server, self._thread
         if server is not None and thread is not None and thread.is_alive():
-            workbench = getattr(server.config.loaded_app, "app", None)
-            self._begin_shutdown(server)
+            if self._hub is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self._hub.begin_shutdown)
             server.should_exit = True
             thread.join(timeout_s)
-            del workbench
         self._release_log()
         return 0 if thread is None or not thread.is_alive() else 1
 
     def kill(self) -> None:
         self.stop()
 
-    @staticmethod
-    def _begin_shutdown(server: uvicorn.Server) -> None:
-        app = server.config.loaded_app
-        while app is not None and not hasattr(app, "state"):
-            app = getattr(app, "app", None)
-        workbench = getattr(getattr(app, "state", None), "workbench", None)
-        loop = _server_loop(server)
-        if workbench is not None and loop is not None:
-            loop.call_soon_threadsafe(workbench.hub.begin_shutdown)
+    def _started(self, hub: SessionHub) -> None:
+        self._hub = hub
+        self._loop = asyncio.get_running_loop()
 
     def _release_log(self) -> None:
         if self._log_handler is not None:
@@ -265,13 +257,6 @@ class InProcessServer:
             root.setLevel(self._root_level)
             self._log_handler.close()
             self._log_handler = None
-
-
-def _server_loop(server: uvicorn.Server) -> asyncio.AbstractEventLoop | None:
-    for task_server in getattr(server, "servers", []):
-        loop: asyncio.AbstractEventLoop = task_server.get_loop()
-        return loop
-    return None
 
 
 class Api:
