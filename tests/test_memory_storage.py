@@ -85,10 +85,6 @@ async def ids(store: MemoryStorage, query: str, top_k: int = 5, ns: str = "alice
     return [m.id for m in await store.search(ns, query, top_k)]
 
 
-async def test_store_satisfies_the_port(storage: MemoryStorage) -> None:
-    assert isinstance(storage, MemoryStorage)
-
-
 async def test_chinese_queries_find_chinese_memories(storage: MemoryStorage) -> None:
     await fill(storage, MIXED)
     assert (await ids(storage, "咖啡"))[0] == "coffee-zh"

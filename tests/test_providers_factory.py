@@ -50,7 +50,6 @@ async def test_no_configuration_builds_the_offline_demo() -> None:
     (provider,) = build_providers(parse_settings({}), environ={})
 
     assert isinstance(provider, ScriptedProvider)
-    assert isinstance(provider, ModelProvider)
     assert [m.model_id for m in provider.models()] == ["youyou-demo"]
     assert "offline demo" in await answer(provider, "youyou-demo")
 

@@ -7,17 +7,11 @@ import pytest
 from storage_contract import SessionStorageContract, append_all, profile
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.domain.ledger import Metadata
-from youyou.ports.session_storage import SessionStorage
 
 
 @pytest.fixture
 def storage() -> InMemorySessionStorage:
     return InMemorySessionStorage()
-
-
-def test_it_implements_the_port() -> None:
-    port: type[SessionStorage] = InMemorySessionStorage  # checked by mypy
-    assert isinstance(port(), SessionStorage)
 
 
 class TestInMemorySessionStorage(SessionStorageContract):

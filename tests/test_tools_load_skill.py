@@ -11,7 +11,6 @@ from youyou.domain.ledger import ToolOutput
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import parse_skill_md
 from youyou.domain.tool import ToolInput
-from youyou.ports.tool import ToolHandler
 
 LOGS = SkillDefinition(
     name="log-analysis",
@@ -38,7 +37,6 @@ async def load(tool: LoadSkillTool, **arguments: object) -> ToolOutput:
 
 def test_descriptor_is_read_only_and_enumerates_the_loadable_names() -> None:
     tool = LoadSkillTool([LOGS, ROLLBACK, EXPLICIT_ONLY])
-    assert isinstance(tool, ToolHandler)
     descriptor = tool.descriptor
     assert descriptor.name == "load_skill" and descriptor.mutating is False
     schema = descriptor.parameters_schema
