@@ -27,7 +27,7 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.model import ChatRequest, ProviderErrorKind
-from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER, TURN_ABORTED_MESSAGE
+from youyou.domain.templates import TURN_ABORTED_MESSAGE, Language
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 
@@ -72,12 +72,20 @@ async def test_ledger_order_of_a_plain_turn() -> None:
     assert [e.seq for e in session.events] == [1, 2, 3]
 
 
-async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
+CANCEL_MARKERS = {
+    Language.EN: "[This message was interrupted because the user cancelled it]",
+    Language.ZH: "[此消息因用户取消而中断]",
+}
+
+
+@pytest.mark.parametrize("language", list(Language))
+async def test_cancel_mid_stream_saves_partial_text_as_incomplete(language: Language) -> None:
     agent, provider = await build_agent(
         [
             text("partial answer that goes on and on", chunks=8, delay_s=0.02),
             text("next"),
-        ]
+        ],
+        config=AgentConfig(default_model="m1", language=language),
     )
     session = await agent.new_session()
     turn = await session.send_message("hi")
@@ -100,13 +108,13 @@ async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
     assert last.content[0].text == "".join(  # type: ignore[union-attr]
         e.payload.text for e in seen if e.payload.type == "text_delta"
     )  # type: ignore[union-attr]
-    # the next request shows the cancel marker right after the partial answer
+    # the next request shows the cancel marker, in the configured language, after the answer
     await (await session.send_message("go on")).join()
     contents = [m.content for m in provider.requests[-1].messages]
     marker_index = next(
         i
         for i, c in enumerate(contents)
-        if c and getattr(c[0], "text", "") == INCOMPLETE_ASSISTANT_MARKER
+        if c and getattr(c[0], "text", "") == CANCEL_MARKERS[language]
     )
     assert getattr(contents[marker_index - 1][0], "text", "").startswith("partial")
 

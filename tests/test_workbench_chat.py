@@ -77,7 +77,7 @@ def answer_text(frames: list[Frame]) -> str:
 
 
 def is_summary_request(request: RecordedRequest) -> bool:
-    return "Previous summary / 已有摘要" in request.body.decode()
+    return "Previous summary:" in request.body.decode()
 
 
 # -- sessions ---------------------------------------------------------------------------------
