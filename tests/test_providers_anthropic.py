@@ -16,6 +16,7 @@ from fakes.chat import (
     track,
     user,
 )
+from fakes.http_server import PROXY_502_PAGE
 from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 from youyou.adapters.providers.base import Endpoint
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -299,6 +300,18 @@ async def test_http_errors_are_mapped(
     assert (error.kind, error.retryable) == (kind, retryable)
     assert message in error.message
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
+
+
+async def test_a_proxy_html_page_is_named_as_such(server: FakeAnthropicServer) -> None:
+    server.default = lambda _: PROXY_502_PAGE
+
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
+
+    assert error.message == (
+        f"provider 'anthropic' at {server.base_url}: HTTP 502 Bad Gateway from a proxy or "
+        "gateway in front of the endpoint (an HTML page, not an API error) (after 3 attempts)"
+    )
+    assert error.retryable and len(server.requests) == FAST_RETRY.max_attempts
 
 
 async def test_retry_before_first_token_then_success(server: FakeAnthropicServer) -> None:

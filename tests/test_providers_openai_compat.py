@@ -18,7 +18,7 @@ from fakes.chat import (
     track,
     user,
 )
-from fakes.http_server import JSONReply
+from fakes.http_server import PROXY_502_PAGE, JSONReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
@@ -319,6 +319,18 @@ async def test_http_errors_are_mapped(
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
     if kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY:
         assert error.capability is ProviderCapability.TOOL_USE
+
+
+async def test_a_proxy_html_page_is_named_as_such(server: FakeOpenAIServer) -> None:
+    server.default = lambda _: PROXY_502_PAGE
+
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
+
+    assert error.message == (
+        f"provider 'openai' at {server.base_url}: HTTP 502 Bad Gateway from a proxy or "
+        "gateway in front of the endpoint (an HTML page, not an API error) (after 3 attempts)"
+    )
+    assert error.retryable and len(server.requests) == FAST_RETRY.max_attempts
 
 
 async def test_connection_refused_is_a_retryable_transport_error() -> None:

@@ -550,6 +550,15 @@ def _as_written(error: ErrorDetails) -> ErrorDetails:
     return fixed
 
 
+def _only_for_its_entries(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """A list "too short" only because its entries failed on their own: pydantic counts the
+    valid entries alone, so the entries' own problems are the ones to report."""
+    loc = error["loc"]
+    return error["type"] == "too_short" and any(
+        len(other["loc"]) > len(loc) and other["loc"][: len(loc)] == loc for other in errors
+    )
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     """Parse the file; every way it can be unusable (missing, a directory, unreadable, binary,
     endless like ``/dev/zero``) is INVALID_CONFIG naming it."""
@@ -578,7 +587,12 @@ def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") ->
     try:
         return Settings.model_validate(dict(data))
     except ValidationError as exc:
-        problems = [describe_problem(_as_written(error)) for error in exc.errors()]
+        errors = exc.errors()
+        problems = [
+            describe_problem(_as_written(error))
+            for error in errors
+            if not _only_for_its_entries(error, errors)
+        ]
         # Not chained: the validation error repeats the input values, secrets included.
         raise config_error(f"invalid {source}: " + "; ".join(problems)) from None
 
