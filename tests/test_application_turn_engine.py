@@ -119,6 +119,22 @@ async def test_cancel_mid_stream_saves_partial_text_as_incomplete(language: Lang
     assert getattr(contents[marker_index - 1][0], "text", "").startswith("partial")
 
 
+async def test_waiting_for_the_first_event_is_announced_until_it_comes() -> None:
+    agent, _ = await build_agent(
+        [text("late answer", chunks=3, delay_s=0.45)],
+        config=AgentConfig(default_model="m1", model_wait_notice_ms=100),
+    )
+    session = await agent.new_session()
+    turn = await session.send_message("hi")
+    types = payload_types(await turn.collect())
+
+    first_text = types.index("text_delta")
+    assert types[0] == "turn_started"
+    assert types[1:first_text] == ["model_waiting"] * (first_text - 1) and first_text >= 4
+    assert "model_waiting" not in types[first_text:]  # the answer has started: no more
+    assert len(session.events) == 3  # profile, user, assistant: progress is not stored
+
+
 async def test_cancel_after_completion_keeps_the_real_outcome() -> None:
     agent, _ = await build_agent([text("done")])
     session = await agent.new_session()

@@ -286,6 +286,9 @@ class _HttpProvider(_Provider, _SecretsFromEnvironment):
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = Field(60.0, gt=0)
+    """The longest silence of an open stream (and of a connect or a write)."""
+    first_byte_timeout_s: float = Field(30.0, gt=0)
+    """How long an attempt waits for the response to start: a silent endpoint fails fast."""
     max_attempts: PositiveInt = 3
     retry_base_delay_s: float = Field(0.5, ge=0)
 

@@ -278,7 +278,12 @@ class TurnEngine:
                 tools=[t.descriptor for t in turn.tools.values()],
                 options=RequestBuildOptions(allow_tools=allow_tools),
             )
-            response = await stream_response(self._kernel.models, request, channel)
+            response = await stream_response(
+                self._kernel.models,
+                request,
+                channel,
+                wait_notice_s=self._kernel.config.model_wait_notice_ms / 1000,
+            )
             turn.usage = turn.usage + response.usage
             if response.cancelled:
                 await self._save_partial(turn, response)

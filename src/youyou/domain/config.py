@@ -132,6 +132,8 @@ class AgentConfigBase(_Frozen):
     memory_checkpoint_interval: Count = 10
     memory_max_items: Count = 20
     max_active_sessions: Count = 1
+    model_wait_notice_ms: Count = 5_000
+    """While a model request has not answered, a ``model_waiting`` event this often."""
     language: Language = Language.EN
     """The language of the fixed texts the kernel shows the model (markers, instructions)."""
 

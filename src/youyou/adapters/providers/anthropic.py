@@ -255,7 +255,7 @@ class AnthropicProvider(StreamingProvider):
         return build_params(request, api_model, max_tokens=self._max_tokens)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
-        stream = await self._client.messages.create(**params, stream=True)
+        stream = await self._first_byte(self._client.messages.create(**params, stream=True))
         try:
             translator = _Translator()
             async for event in stream:

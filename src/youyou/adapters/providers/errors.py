@@ -154,9 +154,19 @@ class IncompleteStream(Exception):
     """The server closed a stream cleanly but before saying how the response finished."""
 
 
+class FirstByteTimeout(Exception):
+    """The response did not start within the provider's ``first_byte_timeout_s``."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(
+            f"no response within {limit_s:g} s (first_byte_timeout_s): the endpoint accepted "
+            "the connection but did not answer"
+        )
+
+
 def stream_failure(exc: Exception) -> ProviderError:
     """Anything else that broke a stream (truncated body, undecodable chunk, early end)."""
-    if isinstance(exc, IncompleteStream):
+    if isinstance(exc, IncompleteStream | FirstByteTimeout):
         return transport_error(str(exc))
     return transport_error(f"{type(exc).__name__}: {exc}")
 

@@ -257,12 +257,14 @@ class OpenAICompatProvider(StreamingProvider):
         # Not ``chat.completions.create``: it deep-walks the parameters to transform them
         # (~0.6 ms per message, so a long session pays tens of ms per request), and ours are
         # plain JSON already. ``post`` is the same request through the same client.
-        stream = await self._client.post(
-            "/chat/completions",
-            body={**params, "stream": True},
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=AsyncStream[ChatCompletionChunk],
+        stream = await self._first_byte(
+            self._client.post(
+                "/chat/completions",
+                body={**params, "stream": True},
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
         )
         try:
             async for event in translate_chunks(stream):
