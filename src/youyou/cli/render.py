@@ -156,7 +156,10 @@ class RichTurnView:
         payload = event.payload
         # Replaced by the next notice; any other event means the model has answered (and the
         # notice goes before anything is printed, so it is not drawn again below the print).
-        waited, self._waiting = self._waiting, payload if isinstance(payload, ModelWaiting) else None
+        waited, self._waiting = (
+            self._waiting,
+            payload if isinstance(payload, ModelWaiting) else None,
+        )
         if waited is not None and self._waiting is None:
             self._live.update(self._pending(), refresh=True)
         if isinstance(payload, TextDeltaEvent):

@@ -195,6 +195,7 @@ class TurnStream:
         self._frames: list[Frame] = []
         self._changed = asyncio.Event()
         self._note: str | None = None
+        self._notes = 0  # notes so far: each one is sent, even when its text repeats
         self.done = False
 
     def publish(self, frame: Frame) -> None:
@@ -206,6 +207,7 @@ class TurnStream:
         """The turn's current progress (``waiting_note``): sent to followers as an SSE comment
         until the next frame; not a frame, so never replayed or copied."""
         self._note = text
+        self._notes += 1
         self._wake()
 
     def close(self) -> None:
@@ -241,13 +243,12 @@ class TurnStream:
     async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
         """Frames with ``id > after`` as they come; the turn's note as a comment line when it
         changes, a keep-alive comment when idle for a while."""
-        shown: str | None = None
+        shown = self._notes - 1 if self._note is not None else self._notes
         async for batch in self.batches(after, keepalive_s):
-            note = self._note
-            if note is not None and note != shown:
-                yield comment(note)
+            if self._note is not None and self._notes != shown:
+                yield comment(self._note)
             elif not batch:
                 yield KEEPALIVE
-            shown = note
+            shown = self._notes
             for frame in batch:
                 yield frame.encode()
