@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kernel_kit import RecordingTool, build_agent, model, payload_types, text
+from plugin_kit import ScriptedPlugin
 from youyou import (
     AgentConfig,
     CompactionPolicy,
@@ -23,6 +24,7 @@ from youyou import (
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.application.token_estimator import ContextTokenEstimator
 from youyou.domain.context import CompactionMode, VisibleMessage, render_compaction_summary
+from youyou.domain.hooks import HookKind
 from youyou.domain.ledger import AssistantMessage, Metadata, UserMessage
 from youyou.domain.model import ModelMessageRole, ProviderErrorKind
 
@@ -52,6 +54,7 @@ async def agent_with(
     every: int = 30,
     storage: Any = None,
     instructions: tuple[str, ...] = (),
+    plugins: tuple[ScriptedPlugin, ...] = (),
 ) -> Any:
     config = AgentConfig(
         default_model="m1",
@@ -64,6 +67,8 @@ async def agent_with(
         builder.with_token_counter(lambda _: CharCounter())
         if storage is not None:
             builder.register_session_storage(storage)
+        for plugin in plugins:
+            builder.register_plugin(plugin, None)
         return builder
 
     return await build_agent(
@@ -309,6 +314,22 @@ async def test_manual_mode_switch_compacts_at_once_and_never_twice_without_news(
     assert len(provider.requests) == requests
     assert again == usage
     assert 0 < usage.percent <= 100
+
+
+async def test_manual_compaction_estimates_the_request_as_the_automatic_path_does() -> None:
+    tap = ScriptedPlugin("tap", tapped=[HookKind.BEFORE_COMPACT])
+    agent, provider = await agent_with(
+        [text("a1"), text("SUMMARY")], instructions=("I" * 120,), plugins=(tap,)
+    )
+    session = await agent.new_session()
+    await (await session.send_message("q1")).join()
+    history = session.usage().tokens
+    await session.compact()
+
+    payload = tap.received(HookKind.BEFORE_COMPACT)[0]
+    prompt = len(provider.requests[0].system_prompt)  # one token per character
+    assert prompt > 120 and payload.history_estimated_tokens == history
+    assert payload.request_estimated_tokens == history + prompt
 
 
 async def test_compaction_in_a_tool_loop_keeps_the_current_turn() -> None:

@@ -20,6 +20,7 @@ from youyou.domain.hooks import HookKind, PluginDescriptor
 from youyou.domain.ledger import ToolOutput
 from youyou.domain.memory import Memory
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.templates import PHRASES, Language
 from youyou.domain.tool import ToolDescriptor, ToolInput
 
 ENVIRONMENT = EnvironmentContext(
@@ -56,6 +57,7 @@ def builder(**overrides: Any) -> PromptBuilder:
         "environment": ENVIRONMENT,
         "skills": SKILLS,
         "plugins": PLUGINS,
+        "phrases": PHRASES[Language.EN],
     }
     arguments.update(overrides)
     return PromptBuilder(**arguments)
@@ -80,12 +82,13 @@ def test_every_section_in_order() -> None:
         "<system_instructions>\nBe exact.",
         "Cite sources.\n</system_instructions>",
         "<system_prompt_override>\nOVERRIDE TEXT\n</system_prompt_override>",
-        "用户选择的系统提示词 / User-selected system prompt:\nUSER PROMPT",
+        "User-selected system prompt:\nUSER PROMPT",
         "<personality_spec>\nA calm engineer.\n</personality_spec>",
         "## Skills",
         "### Available skills\n- review: Review code",
-        "### How to use skills\n- 仅当用户显式使用 /skill_name 时激活\n- 不得自行激活 Skill\n"
-        "- 可建议用户使用 Skill，但不可替用户触发",
+        "### How to use skills\n- A skill is active only when the user explicitly types "
+        "/skill_name\n- Never activate a skill on your own\n"
+        "- You may suggest a skill to the user, but never trigger it for them",
         "## Available Skills\n- **x**: y",
         "## Plugins",
         "### Active plugins\n- audit (Audit): logs calls",
@@ -97,6 +100,18 @@ def test_every_section_in_order() -> None:
         "DYNAMIC ONE",
         "DYNAMIC TWO",
     ]
+
+
+def test_chinese_phrases_when_the_language_is_chinese() -> None:
+    prompt = (
+        builder(phrases=PHRASES[Language.ZH])
+        .render(resolved(), PromptInputs(user_prompt="USER PROMPT"))
+        .system_prompt
+    )
+
+    assert "用户选择的系统提示词：\nUSER PROMPT" in prompt
+    assert "- 仅当用户显式使用 /skill_name 时激活" in prompt
+    assert "User-selected" not in prompt and "Never activate" not in prompt
 
 
 def test_blank_sections_are_omitted() -> None:

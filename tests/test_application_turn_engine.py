@@ -27,7 +27,7 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.model import ChatRequest, ProviderErrorKind
-from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER, TURN_ABORTED_MESSAGE
+from youyou.domain.templates import TURN_ABORTED_MESSAGE, Language
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 
@@ -72,12 +72,20 @@ async def test_ledger_order_of_a_plain_turn() -> None:
     assert [e.seq for e in session.events] == [1, 2, 3]
 
 
-async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
+CANCEL_MARKERS = {
+    Language.EN: "[This message was interrupted because the user cancelled it]",
+    Language.ZH: "[此消息因用户取消而中断]",
+}
+
+
+@pytest.mark.parametrize("language", list(Language))
+async def test_cancel_mid_stream_saves_partial_text_as_incomplete(language: Language) -> None:
     agent, provider = await build_agent(
         [
             text("partial answer that goes on and on", chunks=8, delay_s=0.02),
             text("next"),
-        ]
+        ],
+        config=AgentConfig(default_model="m1", language=language),
     )
     session = await agent.new_session()
     turn = await session.send_message("hi")
@@ -100,15 +108,31 @@ async def test_cancel_mid_stream_saves_partial_text_as_incomplete() -> None:
     assert last.content[0].text == "".join(  # type: ignore[union-attr]
         e.payload.text for e in seen if e.payload.type == "text_delta"
     )  # type: ignore[union-attr]
-    # the next request shows the cancel marker right after the partial answer
+    # the next request shows the cancel marker, in the configured language, after the answer
     await (await session.send_message("go on")).join()
     contents = [m.content for m in provider.requests[-1].messages]
     marker_index = next(
         i
         for i, c in enumerate(contents)
-        if c and getattr(c[0], "text", "") == INCOMPLETE_ASSISTANT_MARKER
+        if c and getattr(c[0], "text", "") == CANCEL_MARKERS[language]
     )
     assert getattr(contents[marker_index - 1][0], "text", "").startswith("partial")
+
+
+async def test_waiting_for_the_first_event_is_announced_until_it_comes() -> None:
+    agent, _ = await build_agent(
+        [text("late answer", chunks=3, delay_s=0.45)],
+        config=AgentConfig(default_model="m1", model_wait_notice_ms=100),
+    )
+    session = await agent.new_session()
+    turn = await session.send_message("hi")
+    types = payload_types(await turn.collect())
+
+    first_text = types.index("text_delta")
+    assert types[0] == "turn_started"
+    assert types[1:first_text] == ["model_waiting"] * (first_text - 1) and first_text >= 4
+    assert "model_waiting" not in types[first_text:]  # the answer has started: no more
+    assert len(session.events) == 3  # profile, user, assistant: progress is not stored
 
 
 async def test_cancel_after_completion_keeps_the_real_outcome() -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from cli_kit import PROMPT, Cli, quit_chat
+from cli_kit import PROMPT, Cli, loose, quit_chat
+from fakes.http_server import Silence
+from fakes.openai_server import FakeOpenAIServer
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import AssistantMessage, MessageStatus
 
@@ -78,6 +80,30 @@ def test_ctrl_c_at_an_empty_prompt_closes_the_session_and_exits(cli: Cli) -> Non
     child.close()
     assert child.exitstatus == 0
     assert len(cli.user_messages()) == 1
+
+
+def test_a_silent_endpoint_shows_the_wait_then_fails_at_the_first_byte_timeout(
+    cli: Cli,
+) -> None:
+    with FakeOpenAIServer() as server:
+        server.default = lambda _: Silence()
+        cli.config.write_text(
+            f'[database]\nurl = "{cli.db_url}"\n\n[agent]\nmodel_wait_notice_ms = 200\n\n'
+            f'[[providers]]\nid = "gw"\ntype = "openai"\nbase_url = "{server.base_url}"\n'
+            "first_byte_timeout_s = 1.5\nmax_attempts = 1\n"
+            '[[providers.models]]\nid = "silent"\ncontext_window = 8000\n',
+            encoding="utf-8",
+        )
+        child = cli.spawn()
+        child.sendline("anyone there?")
+        started = time.monotonic()
+        child.expect(r"waiting for the model… 1 s")
+        child.expect("PROVIDER_ERROR")
+        child.expect(loose("no response within 1.5 s (first_byte_timeout_s)"))
+        failed = time.monotonic() - started
+        child.expect(PROMPT)
+        quit_chat(child)
+    assert failed < 10  # the default read timeout alone would wait 60 s
 
 
 def test_errors_are_shown_with_their_code_and_the_loop_goes_on(cli: Cli) -> None:

@@ -25,6 +25,7 @@ from youyou.domain.events import (
     ContextCompacted,
     ContextUsage,
     ErrorEvent,
+    ModelWaiting,
     ReasoningDeltaEvent,
     TextDeltaEvent,
     ToolCallEnd,
@@ -147,6 +148,18 @@ def test_plain_view_streams_the_answer_on_stdout_and_notes_on_stderr() -> None:
     view.close()
     assert out.getvalue() == "part one, \npart two\n"
     assert err.getvalue() == "[tool t ok 3 ms] ok\nerror PROVIDER_ERROR: boom\n"
+
+
+def test_plain_view_notes_each_wait_for_the_model_on_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = PlainTurnView(out, err)
+    for event in _events(
+        ModelWaiting(elapsed_s=5), ModelWaiting(elapsed_s=10), TextDeltaEvent(text="late")
+    ):
+        view.handle(event)
+    view.close()
+    assert out.getvalue() == "late\n"
+    assert err.getvalue() == "[waiting for the model… 5 s]\n[waiting for the model… 10 s]\n"
 
 
 def test_json_view_writes_one_parseable_event_per_line() -> None:

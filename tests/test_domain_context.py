@@ -26,7 +26,9 @@ from youyou.domain.ledger import (
     ToolResultRecord,
     UserMessage,
 )
-from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, INCOMPLETE_ASSISTANT_MARKER
+from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, PHRASES, Language
+
+ENGLISH_MARKER = PHRASES[Language.EN].incomplete_assistant_marker
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -59,7 +61,14 @@ def test_without_compaction_every_message_with_incomplete_markers() -> None:
     visible = rebuild_visible_messages(EVENTS, None)
     assert [v.source_seq for v in visible] == [2, 3, None, 5, 6, None, 7, 8]
     markers = [v.message for v in visible if v.source_seq is None]
-    assert markers == [SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)] * 2
+    assert markers == [SystemMessage(content=ENGLISH_MARKER)] * 2
+
+
+def test_the_cancel_marker_is_the_one_given() -> None:
+    chinese = PHRASES[Language.ZH].incomplete_assistant_marker
+    visible = rebuild_visible_messages(EVENTS, None, chinese)
+    markers = [v.message for v in visible if v.source_seq is None]
+    assert markers == [SystemMessage(content=chinese)] * 2
 
 
 def test_summary_compaction_replaces_the_prefix_with_one_synthetic_message() -> None:
@@ -125,7 +134,7 @@ def test_project_event_appends_in_place_and_says_whether_it_contributed() -> Non
     assert project_event(ev(6, _result("c")), calls, into) is True
     assert project_event(ev(7, assistant("cut", MessageStatus.INCOMPLETE)), calls, into) is True
     assert [v.source_seq for v in into] == [None, 2, 5, 6, 7, None]
-    assert into[-1].message == SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)
+    assert into[-1].message == SystemMessage(content=ENGLISH_MARKER)
 
 
 def test_project_ledger_counts_the_events_that_contributed_not_the_messages() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +17,7 @@ from fakes.chat import (
     track,
     user,
 )
+from fakes.http_server import PROXY_502_PAGE, Silence
 from youyou.adapters.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 from youyou.adapters.providers.base import Endpoint
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -299,6 +301,34 @@ async def test_http_errors_are_mapped(
     assert (error.kind, error.retryable) == (kind, retryable)
     assert message in error.message
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
+
+
+async def test_a_proxy_html_page_is_named_as_such(server: FakeAnthropicServer) -> None:
+    server.default = lambda _: PROXY_502_PAGE
+
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
+
+    assert error.message == (
+        f"provider 'anthropic' at {server.base_url}: HTTP 502 Bad Gateway from a proxy or "
+        "gateway in front of the endpoint (an HTML page, not an API error) (after 3 attempts)"
+    )
+    assert error.retryable and len(server.requests) == FAST_RETRY.max_attempts
+
+
+async def test_a_silent_endpoint_fails_at_the_first_byte_timeout(
+    server: FakeAnthropicServer,
+) -> None:
+    server.default = lambda _: Silence()
+    endpoint = Endpoint(base_url=server.base_url, first_byte_timeout_s=0.5, retry=FAST_RETRY)
+    provider = track(AnthropicProvider(provider_id="anthropic", models=[MODEL], endpoint=endpoint))
+
+    started = time.monotonic()
+    error = ended_with_error(await collect(provider, request()))
+
+    assert time.monotonic() - started < 5.0  # three waits of 0.5 s, not the 60 s read timeout
+    assert error.kind is ProviderErrorKind.TRANSPORT
+    assert "no response within 0.5 s (first_byte_timeout_s)" in error.message
+    assert len(server.requests) == FAST_RETRY.max_attempts
 
 
 async def test_retry_before_first_token_then_success(server: FakeAnthropicServer) -> None:

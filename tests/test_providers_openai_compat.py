@@ -18,7 +18,7 @@ from fakes.chat import (
     track,
     user,
 )
-from fakes.http_server import JSONReply
+from fakes.http_server import PROXY_502_PAGE, JSONReply, Silence
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
@@ -319,6 +319,42 @@ async def test_http_errors_are_mapped(
     assert len(server.requests) == (FAST_RETRY.max_attempts if retryable else 1)
     if kind is ProviderErrorKind.UNSUPPORTED_CAPABILITY:
         assert error.capability is ProviderCapability.TOOL_USE
+
+
+async def test_a_proxy_html_page_is_named_as_such(server: FakeOpenAIServer) -> None:
+    server.default = lambda _: PROXY_502_PAGE
+
+    error = ended_with_error(await collect(provider_for(server.base_url), request()))
+
+    assert error.message == (
+        f"provider 'openai' at {server.base_url}: HTTP 502 Bad Gateway from a proxy or "
+        "gateway in front of the endpoint (an HTML page, not an API error) (after 3 attempts)"
+    )
+    assert error.retryable and len(server.requests) == FAST_RETRY.max_attempts
+
+
+async def test_a_silent_endpoint_fails_at_the_first_byte_timeout(
+    server: FakeOpenAIServer,
+) -> None:
+    server.default = lambda _: Silence()
+    endpoint = Endpoint(
+        base_url=server.base_url,
+        timeout_s=30,
+        first_byte_timeout_s=0.5,
+        retry=RetryPolicy(2, 0.01, 0.01),
+    )
+    provider = track(OpenAICompatProvider(provider_id="openai", models=[MODEL], endpoint=endpoint))
+
+    started = time.monotonic()
+    error = ended_with_error(await collect(provider, request()))
+    elapsed = time.monotonic() - started
+
+    assert error.kind is ProviderErrorKind.TRANSPORT and error.retryable
+    assert "no response within 0.5 s (first_byte_timeout_s)" in error.message
+    assert error.message.endswith("(after 2 attempts)")
+    assert 1.0 <= elapsed < 5.0  # two waits of 0.5 s, not the 30 s read timeout
+    assert len(server.requests) == 2
+    assert all([await r.hung_up() for r in server.requests])
 
 
 async def test_connection_refused_is_a_retryable_transport_error() -> None:

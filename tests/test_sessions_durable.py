@@ -49,7 +49,7 @@ from youyou.domain.session import (
     SessionSearchQuery,
     SessionSummary,
 )
-from youyou.domain.templates import INCOMPLETE_ASSISTANT_MARKER, TOOL_INTERRUPTED
+from youyou.domain.templates import PHRASES, TOOL_INTERRUPTED
 
 M1, M2 = model("m1", window=2_000), model("m2", window=2_000)
 # Manual compaction keeps the scripts deterministic; a low threshold makes truncation bite.
@@ -446,7 +446,7 @@ async def test_several_incomplete_answers_each_keep_their_cancel_marker(db_url: 
     markers = [
         i
         for i, vm in enumerate(resumed.visible)
-        if vm.message == SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)
+        if vm.message == SystemMessage(content=PHRASES[CONFIG.language].incomplete_assistant_marker)
     ]
     assert len(markers) == 2
     for index in markers:

@@ -265,6 +265,23 @@ def test_bad_input_names_the_key(tmp_path: Path, text: str, expected: str) -> No
     assert expected in config_error(tmp_path, text)
 
 
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ("context_window = 0", "providers[0].models[0].context_window: Input should be greater"),
+        ("", "providers[0].models[0].context_window: Field required"),
+        ("context_window = 10\nbogus = 1", "providers[0].models[0].bogus: Extra inputs"),
+    ],
+)
+def test_one_bad_model_field_is_the_only_problem_reported(
+    tmp_path: Path, entry: str, expected: str
+) -> None:
+    text = f'[[providers]]\nid = "a"\ntype = "openai"\n[[providers.models]]\nid = "m"\n{entry}\n'
+    message = config_error(tmp_path, text)
+    assert expected in message
+    assert "at least one" not in message and message.count(": ") == 2  # INVALID_CONFIG + one
+
+
 def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     assert "is not valid TOML" in config_error(tmp_path, "[server\n")
     with pytest.raises(AgentError) as info:

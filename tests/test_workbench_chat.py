@@ -77,7 +77,7 @@ def answer_text(frames: list[Frame]) -> str:
 
 
 def is_summary_request(request: RecordedRequest) -> bool:
-    return "Previous summary / 已有摘要" in request.body.decode()
+    return "Previous summary:" in request.body.decode()
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -572,6 +572,25 @@ def test_health_metrics_and_openapi(start_workbench: StartWorkbench) -> None:
     assert listed >= ROUTES, sorted(ROUTES - listed)
     stream = document["paths"]["/chat/sessions/{session_id}/messages"]["post"]
     assert "text/event-stream" in stream["responses"]["200"]["content"]
+
+
+def test_the_wait_for_the_model_is_shown_as_comments_before_the_first_frame_of_the_answer(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(extra="[agent]\nmodel_wait_notice_ms = 200")
+    api = wb.user("wei")
+    session_id = api.new_session()["id"]
+    wb.model.enqueue(OpenAIStream().delay(1.2).text("late").finish().usage(5, 2).reply())
+    with api.http.stream(
+        "POST", f"/chat/sessions/{session_id}/messages", json={"content": "hurry"}
+    ) as response:
+        lines = list(response.iter_lines())
+    notes = [i for i, line in enumerate(lines) if line.startswith(": waiting for the model ")]
+    first_delta = lines.index("event: text_delta")
+    assert len(notes) >= 3 and notes[-1] < first_delta, lines
+    assert lines[notes[-1]] == ": waiting for the model 1s"
+    frames = [f for f in parse_sse(iter(lines)) if isinstance(f, Frame)]
+    assert [f.event for f in frames] == ["turn_started", "text_delta", "turn_complete"]
 
 
 def session_id_free(metrics_text: str, session_id: str) -> bool:

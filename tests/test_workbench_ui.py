@@ -319,6 +319,21 @@ def test_reload_mid_answer_reattaches_to_the_running_turn(
     expect(page.get_by_role("button", name="Send")).to_be_visible()
 
 
+def test_the_wait_for_the_model_is_shown_until_the_answer_starts(
+    start_workbench: StartWorkbench, open_page: OpenPage
+) -> None:
+    wb = start_workbench(extra="[agent]\nmodel_wait_notice_ms = 300")
+    wb.model.enqueue(OpenAIStream().delay(2.0).text("finally").finish().usage(5, 2).reply())
+    api = wb.user("wren")
+    session = api.new_session()
+    page = open_page(f"{wb.url}/#/chat/{session['id']}", user=api)
+    send(page, "are you there?")
+    status = page.get_by_role("status").filter(has_text="Waiting for the model")
+    expect(status).to_have_text(re.compile(r"^Waiting for the model… 1 s$"))
+    expect(answer(page)).to_contain_text("finally")
+    expect(status).to_have_count(0)
+
+
 def test_dropped_connection_reattaches_after_the_last_event(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:
@@ -663,6 +678,7 @@ def test_stream_parser_and_markdown_in_the_page(
     page = open_page(wb.url)
     wire = (
         ": keep-alive\r\n\r\n"
+        ": waiting for the model 3s\n\n"
         'id: 1\r\nevent: text_delta\r\ndata: {"text":"a\\nb"}\r\n\r\n'
         "id: 2\nevent: turn_complete\ndata: {}\n\n"
     )
@@ -677,6 +693,7 @@ def test_stream_parser_and_markdown_in_the_page(
         wire,
     )
     assert frames == [
+        {"note": "waiting for the model 3s"},
         {"id": 1, "event": "text_delta", "data": {"text": "a\nb"}},
         {"id": 2, "event": "turn_complete", "data": {}},
     ]

@@ -63,6 +63,28 @@ class JSONReply:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class PageReply:
+    """A non-API body, e.g. the HTML error page of a proxy in front of the endpoint."""
+
+    status: int
+    body: str
+    content_type: str = "text/html"
+
+
+PROXY_502_PAGE = PageReply(
+    502,
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Silence:
+    """Accept the request and never answer (until the client hangs up)."""
+
+
 @dataclass
 class RecordedRequest:
     method: str
@@ -102,7 +124,7 @@ class StreamBuilder:
         return StreamReply(tuple(self._parts))
 
 
-Reply = StreamReply | JSONReply
+Reply = StreamReply | JSONReply | PageReply | Silence
 ReplySource = Reply | Callable[[RecordedRequest], Reply]
 
 
@@ -213,6 +235,16 @@ class FakeHTTPServer:
         self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[bool, bytes]:
         reply = self._next_reply(request)
+        if isinstance(reply, Silence):
+            await reader.read(1)  # b"" once the client hangs up
+            request.disconnected.set()
+            return False, b""
+        if isinstance(reply, PageReply):
+            page = reply.body.encode()
+            headers = {"content-type": reply.content_type, "content-length": str(len(page))}
+            writer.write(_head(reply.status, headers) + page)
+            await writer.drain()
+            return True, b""
         if isinstance(reply, JSONReply):
             body = json.dumps(reply.body).encode()
             headers = {"content-type": "application/json", "content-length": str(len(body))}

@@ -286,6 +286,9 @@ class _HttpProvider(_Provider, _SecretsFromEnvironment):
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = Field(60.0, gt=0)
+    """The longest silence of an open stream (and of a connect or a write)."""
+    first_byte_timeout_s: float = Field(30.0, gt=0)
+    """How long an attempt waits for the response to start: a silent endpoint fails fast."""
     max_attempts: PositiveInt = 3
     retry_base_delay_s: float = Field(0.5, ge=0)
 
@@ -550,6 +553,15 @@ def _as_written(error: ErrorDetails) -> ErrorDetails:
     return fixed
 
 
+def _only_for_its_entries(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """A list "too short" only because its entries failed on their own: pydantic counts the
+    valid entries alone, so the entries' own problems are the ones to report."""
+    loc = error["loc"]
+    return error["type"] == "too_short" and any(
+        len(other["loc"]) > len(loc) and other["loc"][: len(loc)] == loc for other in errors
+    )
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     """Parse the file; every way it can be unusable (missing, a directory, unreadable, binary,
     endless like ``/dev/zero``) is INVALID_CONFIG naming it."""
@@ -578,7 +590,12 @@ def parse_settings(data: Mapping[str, Any], *, source: str = "configuration") ->
     try:
         return Settings.model_validate(dict(data))
     except ValidationError as exc:
-        problems = [describe_problem(_as_written(error)) for error in exc.errors()]
+        errors = exc.errors()
+        problems = [
+            describe_problem(_as_written(error))
+            for error in errors
+            if not _only_for_its_entries(error, errors)
+        ]
         # Not chained: the validation error repeats the input values, secrets included.
         raise config_error(f"invalid {source}: " + "; ".join(problems)) from None
 

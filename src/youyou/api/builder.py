@@ -27,6 +27,7 @@ from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ChatRequest, ModelInfo
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import skill_name_violations
+from youyou.domain.templates import PHRASES
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.plugin import Plugin
@@ -143,6 +144,7 @@ class AgentBuilder:
                 environment=config.environment_context,
                 skills=self._skills,
                 plugins=plugins.descriptors,
+                phrases=PHRASES[config.language],
             ),
             estimator_for=estimator_for,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from youyou.api.running_turn import RunningTurn
-from youyou.application.compaction import Compactor, RequestEstimate
+from youyou.application.compaction import Compactor
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
 from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
@@ -140,7 +140,7 @@ class SessionHandle:
         record = await self._compactor.compact(
             runtime,
             before_seq=None,
-            estimate=RequestEstimate(runtime.context.history_tokens, 0, 0),
+            estimate=self._compactor.standing_estimate(runtime),
             cancel=cancel,
             force=True,
         )

@@ -14,22 +14,26 @@ from typing import Any, TypeVar
 
 from youyou.application.kernel import Kernel
 from youyou.application.model_router import complete_text
+from youyou.application.prompt_builder import PromptInputs
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
-from youyou.domain.content import TextBlock
+from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage, first_safe_cut
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import AgentEventPayload, ContextCompacted
 from youyou.domain.hooks import BeforeCompactPayload
 from youyou.domain.ledger import (
     META_CONTEXT_COMPACTION,
+    UserMessage,
     is_message,
 )
 from youyou.domain.ledger_metadata import metadata_event
 from youyou.domain.model import ChatRequest, ModelMessage, ModelMessageRole
+from youyou.domain.templates import Phrases
 from youyou.domain.transcript import message_line
+from youyou.domain.turn import ResolvedSkillInjection
 
 TOOL_RESULT_TRANSCRIPT_CHARS = 4000
 
@@ -48,6 +52,24 @@ class RequestEstimate:
     @property
     def total(self) -> int:
         return self.history + self.prompt + self.augmentation + self.candidate
+
+
+def request_estimate(
+    runtime: SessionRuntime,
+    system_prompt: str,
+    injections: Sequence[ResolvedSkillInjection] = (),
+    candidate: Sequence[ContentBlock] = (),
+) -> RequestEstimate:
+    """The one estimate of a request, for automatic and manual compaction alike: the visible
+    history, the system prompt, the turn's skill injections and the candidate user message."""
+    estimator = runtime.context.estimator
+    message = VisibleMessage(None, UserMessage(content=tuple(candidate))) if candidate else None
+    return RequestEstimate(
+        candidate=estimator.message_tokens(message) if message is not None else 0,
+        augmentation=sum(estimator.text_tokens(i.rendered_xml) for i in injections),
+        prompt=estimator.text_tokens(system_prompt),
+        history=runtime.context.history_tokens,  # last: recounted if counting turned exact
+    )
 
 
 def exceeds_threshold(runtime: SessionRuntime, estimate: RequestEstimate) -> bool:
@@ -82,10 +104,12 @@ def render_transcript(messages: Sequence[VisibleMessage]) -> str:
     )
 
 
-def summary_input(previous_summary: str | None, messages: Sequence[VisibleMessage]) -> str:
+def summary_input(
+    previous_summary: str | None, messages: Sequence[VisibleMessage], phrases: Phrases
+) -> str:
     return (
-        f"Previous summary / 已有摘要:\n{previous_summary or '(none / 无)'}\n\n"
-        f"New conversation / 新增对话:\n{render_transcript(messages)}"
+        f"{phrases.previous_summary_label}\n{previous_summary or phrases.no_previous_summary}\n\n"
+        f"{phrases.new_conversation_label}\n{render_transcript(messages)}"
     )
 
 
@@ -111,6 +135,15 @@ class Compactor:
     def __init__(self, kernel: Kernel, sessions: SessionService) -> None:
         self._kernel = kernel
         self._sessions = sessions
+
+    def standing_estimate(self, runtime: SessionRuntime) -> RequestEstimate:
+        """The estimate outside a turn: the latest turn's system prompt (before the first turn,
+        the session's static sections) and no augmentation, which belongs to a turn."""
+        prompt = runtime.system_prompt
+        if prompt is None:
+            inputs = PromptInputs()
+            prompt = self._kernel.prompt_builder.render(runtime.resolved, inputs).system_prompt
+        return request_estimate(runtime, prompt)
 
     async def compact(
         self,
@@ -183,7 +216,9 @@ class Compactor:
                     content=(
                         TextBlock(
                             text=summary_input(
-                                previous.summary_body if previous else None, messages
+                                previous.summary_body if previous else None,
+                                messages,
+                                self._kernel.phrases,
                             )
                         ),
                     ),

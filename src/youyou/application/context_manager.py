@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from youyou.domain.context import (
+    ENGLISH_MARKER,
     CompactionRecord,
     ContextState,
     TurnCounter,
@@ -38,8 +39,12 @@ class TokenEstimator(Protocol):
 
 
 class ContextManager:
-    def __init__(self, estimator: TokenEstimator, context_window: int) -> None:
+    def __init__(
+        self, estimator: TokenEstimator, context_window: int, *, cancel_marker: str = ENGLISH_MARKER
+    ) -> None:
+        """``cancel_marker`` follows an assistant message cut short by a cancel."""
         self.estimator = estimator
+        self._marker = cancel_marker
         self.state = ContextState()
         self.turns = TurnCounter()
         self.ledger_messages = 0
@@ -49,7 +54,7 @@ class ContextManager:
 
     def rebuild(self, events: Iterable[LedgerEvent], compaction: CompactionRecord | None) -> None:
         """Replace the state from the ledger through the one shared projection."""
-        projection = project_ledger(events, compaction)
+        projection = project_ledger(events, compaction, self._marker)
         visible = projection.visible
         for index, vm in enumerate(visible):
             if type(vm.message) is ToolResult:
@@ -64,7 +69,7 @@ class ContextManager:
     def append(self, event: LedgerEvent) -> None:
         """Live path: the same per-event projection ``rebuild`` uses."""
         projected: list[VisibleMessage] = []
-        if not project_event(event, self._visible_calls, projected):
+        if not project_event(event, self._visible_calls, projected, self._marker):
             return
         for vm in map(self._fit, projected):
             self.state.visible_messages.append(vm)

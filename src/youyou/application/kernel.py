@@ -16,6 +16,7 @@ from youyou.application.session_runtime import SessionRuntime
 from youyou.domain.config import AgentConfig
 from youyou.domain.model import ModelInfo
 from youyou.domain.skill import SkillDefinition
+from youyou.domain.templates import PHRASES, Phrases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.tool import ToolHandler
 
@@ -37,3 +38,8 @@ class Kernel:
     prompt_builder: PromptBuilder
     estimator_for: Callable[[ModelInfo], TokenEstimator]
     clock: Callable[[], datetime] = utc_now
+
+    @property
+    def phrases(self) -> Phrases:
+        """The model-facing fixed texts in the configured language."""
+        return PHRASES[self.config.language]

@@ -9,7 +9,7 @@ from youyou.application.model_router import ModelRegistry
 from youyou.application.turn_stream import TurnChannel
 from youyou.domain.bulk import built
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.events import ReasoningDeltaEvent, TextDeltaEvent
+from youyou.domain.events import ModelWaiting, ReasoningDeltaEvent, TextDeltaEvent
 from youyou.domain.model import (
     ChatError,
     ChatRequest,
@@ -47,15 +47,27 @@ class ModelResponse:
         return "".join(self.text)
 
 
+async def _announce_waiting(channel: TurnChannel, every_s: float) -> None:
+    """A ``ModelWaiting`` every ``every_s`` until cancelled (by the response's first event)."""
+    loop = asyncio.get_running_loop()
+    sent = loop.time()
+    while True:
+        await asyncio.sleep(every_s)
+        channel.emit(ModelWaiting(elapsed_s=round(loop.time() - sent)))
+
+
 async def stream_response(
-    models: ModelRegistry, request: ChatRequest, channel: TurnChannel
+    models: ModelRegistry, request: ChatRequest, channel: TurnChannel, *, wait_notice_s: float
 ) -> ModelResponse:
-    """Forward deltas as they arrive; a cancel interrupts the stream at once."""
+    """Forward deltas as they arrive; a cancel interrupts the stream at once. Until the first
+    event, ``ModelWaiting`` progress is emitted every ``wait_notice_s``."""
     provider = models.route(request.model_id).provider
     response = ModelResponse()
+    waiting = asyncio.ensure_future(_announce_waiting(channel, wait_notice_s))
 
     async def consume() -> None:
         async for event in provider.chat(request, channel.cancel_token):
+            waiting.cancel()
             if isinstance(event, TextDelta):
                 response.text.append(event.text)
                 channel.emit(built(TextDeltaEvent, {"type": "text_delta", "text": event.text}))
@@ -94,6 +106,7 @@ async def stream_response(
             source=ErrorSource.PROVIDER,
         ) from exc
     finally:
+        waiting.cancel()
         unsubscribe()
     if response.finish_reason is FinishReason.CANCELLED or channel.cancel_token.is_cancelled:
         response.cancelled = True

@@ -16,16 +16,14 @@ from youyou.domain.hooks import PluginDescriptor
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.templates import (
     PLUGINS_SECTION_HEADER,
-    SKILLS_HOW_TO_USE,
     SKILLS_SECTION_HEADER,
     TAG_PERSONALITY,
     TAG_SYSTEM_INSTRUCTIONS,
     TAG_SYSTEM_PROMPT_OVERRIDE,
+    Phrases,
     render_environment_context,
     wrap_tag,
 )
-
-USER_PROMPT_HEADER = "用户选择的系统提示词 / User-selected system prompt:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +41,13 @@ class PromptInputs:
     dynamic_sections: tuple[str, ...] = ()
 
 
-def render_skill_list(skills: Sequence[SkillDefinition]) -> str | None:
+def render_skill_list(skills: Sequence[SkillDefinition], how_to_use: str) -> str | None:
     """The registered skill list; only skills that allow implicit invocation are listed."""
     listed = [s for s in skills if s.allow_implicit_invocation]
     if not listed:
         return None
     lines = "\n".join(f"- {s.name}: {s.description}" for s in listed)
-    return f"{SKILLS_SECTION_HEADER}\n{lines}\n\n{SKILLS_HOW_TO_USE}"
+    return f"{SKILLS_SECTION_HEADER}\n{lines}\n\n{how_to_use}"
 
 
 def render_plugin_list(plugins: Sequence[PluginDescriptor]) -> str | None:
@@ -79,6 +77,7 @@ class PromptBuilder:
         environment: EnvironmentContext | None,
         skills: Sequence[SkillDefinition],
         plugins: Sequence[PluginDescriptor],
+        phrases: Phrases,
     ) -> None:
         instructions = [i.strip() for i in system_instructions if i.strip()]
         self._instructions = (
@@ -89,7 +88,8 @@ class PromptBuilder:
             if personality and personality.strip()
             else None
         )
-        self._skill_list = render_skill_list(skills)
+        self._skill_list = render_skill_list(skills, phrases.skills_how_to_use)
+        self._user_prompt_header = phrases.user_prompt_header
         self._plugin_list = render_plugin_list(plugins)
         self._environment = _environment(environment)
 
@@ -99,7 +99,7 @@ class PromptBuilder:
         sections = [
             self._instructions,
             wrap_tag(TAG_SYSTEM_PROMPT_OVERRIDE, override) if override else None,
-            f"{USER_PROMPT_HEADER}\n{user_prompt}" if user_prompt else None,
+            f"{self._user_prompt_header}\n{user_prompt}" if user_prompt else None,
             self._personality,
             self._skill_list,
             inputs.skill_catalog,

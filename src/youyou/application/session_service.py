@@ -170,7 +170,11 @@ class SessionService:
             session_id=session_id,
             resolved=resolved,
             model=model,
-            context=ContextManager(self._kernel.estimator_for(model), model.context_window),
+            context=ContextManager(
+                self._kernel.estimator_for(model),
+                model.context_window,
+                cancel_marker=self._kernel.phrases.incomplete_assistant_marker,
+            ),
             compaction=self._kernel.config.compaction,
         )
 

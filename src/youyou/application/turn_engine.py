@@ -17,6 +17,7 @@ from youyou.application.compaction import (
     Compactor,
     RequestEstimate,
     exceeds_threshold,
+    request_estimate,
     should_compact,
 )
 from youyou.application.kernel import Kernel
@@ -31,7 +32,6 @@ from youyou.application.skill_resolver import SkillResolver
 from youyou.application.tool_dispatcher import BatchContext, ToolDispatcher
 from youyou.application.turn_stream import TurnChannel
 from youyou.domain.content import ContentBlock, TextBlock, validate_user_input
-from youyou.domain.context import VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import (
     ContextUsage,
@@ -221,7 +221,7 @@ class TurnEngine:
                 runtime.resolved.runtime_policy.memory_max_items,
             )
             memory_section = render_memory_section(memories)
-        return self._kernel.prompt_builder.render(
+        prompt = self._kernel.prompt_builder.render(
             runtime.resolved,
             PromptInputs(
                 memory_section=memory_section,
@@ -230,18 +230,13 @@ class TurnEngine:
                 dynamic_sections=sections,
             ),
         )
+        runtime.system_prompt = prompt.system_prompt
+        return prompt
 
     async def _admit(self, turn: _Turn, prompt: RenderedPrompt) -> RequestEstimate:
         """At most one automatic compaction, then the hard limit — before the user message."""
         runtime = turn.runtime
-        estimator = runtime.context.estimator
-        candidate = VisibleMessage(None, UserMessage(content=turn.blocks))
-        estimate = RequestEstimate(
-            candidate=estimator.message_tokens(candidate),
-            augmentation=sum(estimator.text_tokens(i.rendered_xml) for i in turn.injections),
-            prompt=estimator.text_tokens(prompt.system_prompt),
-            history=runtime.context.history_tokens,  # last: recounted if counting turned exact
-        )
+        estimate = request_estimate(runtime, prompt.system_prompt, turn.injections, turn.blocks)
         cancel = turn.channel.cancel_token
         if should_compact(runtime, estimate):
             await self._compactor.compact(
@@ -283,7 +278,12 @@ class TurnEngine:
                 tools=[t.descriptor for t in turn.tools.values()],
                 options=RequestBuildOptions(allow_tools=allow_tools),
             )
-            response = await stream_response(self._kernel.models, request, channel)
+            response = await stream_response(
+                self._kernel.models,
+                request,
+                channel,
+                wait_notice_s=self._kernel.config.model_wait_notice_ms / 1000,
+            )
             turn.usage = turn.usage + response.usage
             if response.cancelled:
                 await self._save_partial(turn, response)

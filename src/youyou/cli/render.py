@@ -25,6 +25,7 @@ from youyou.domain.events import (
     ContextCompacted,
     ContextUsage,
     ErrorEvent,
+    ModelWaiting,
     ReasoningDeltaEvent,
     TextDeltaEvent,
     ToolCallEnd,
@@ -75,6 +76,10 @@ def context_line(usage: ContextUsage) -> Text:
     return Text(
         f"context {usage.tokens:,} / {usage.window:,} tokens ({usage.percent:.1f} %)", style=style
     )
+
+
+def waiting_line(payload: ModelWaiting) -> str:
+    return f"waiting for the model… {payload.elapsed_s} s"
 
 
 def error_text(code: str, message: str) -> Text:
@@ -134,6 +139,7 @@ class RichTurnView:
         self._text = ""
         self._reasoning = ""
         self._tools: dict[str, _RunningTool] = {}
+        self._waiting: ModelWaiting | None = None
         self._live = Live(
             console=console,
             transient=True,
@@ -148,6 +154,14 @@ class RichTurnView:
         if not self._live.is_started:
             self._live.start()
         payload = event.payload
+        # Replaced by the next notice; any other event means the model has answered (and the
+        # notice goes before anything is printed, so it is not drawn again below the print).
+        waited, self._waiting = (
+            self._waiting,
+            payload if isinstance(payload, ModelWaiting) else None,
+        )
+        if waited is not None and self._waiting is None:
+            self._live.update(self._pending(), refresh=True)
         if isinstance(payload, TextDeltaEvent):
             self._flush_reasoning(everything=True)
             self._text += payload.text
@@ -243,6 +257,8 @@ class RichTurnView:
             parts.append(Text(tail, style="dim italic"))
         if self._text:
             parts.append(Text(self._text))
+        if self._waiting is not None:
+            parts.append(Spinner("dots", Text(waiting_line(self._waiting), style="dim")))
         now = time.monotonic()
         parts.extend(
             Spinner(
@@ -272,6 +288,8 @@ class PlainTurnView:
             self._out.write(payload.text)
             self._out.flush()
             self._open_line = not payload.text.endswith("\n")
+        elif isinstance(payload, ModelWaiting):
+            self._note(f"[{waiting_line(payload)}]")
         elif isinstance(payload, ToolCallEnd):
             flag = "error" if payload.output.is_error else "ok"
             self._note(

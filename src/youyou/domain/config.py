@@ -22,7 +22,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.templates import DEFAULT_COMPACT_PROMPT
+from youyou.domain.templates import DEFAULT_COMPACT_PROMPT, Language
 
 
 class _Frozen(BaseModel):
@@ -132,6 +132,10 @@ class AgentConfigBase(_Frozen):
     memory_checkpoint_interval: Count = 10
     memory_max_items: Count = 20
     max_active_sessions: Count = 1
+    model_wait_notice_ms: Count = 5_000
+    """While a model request has not answered, a ``model_waiting`` event this often."""
+    language: Language = Language.EN
+    """The language of the fixed texts the kernel shows the model (markers, instructions)."""
 
 
 class AgentConfig(_KernelConfig, AgentConfigBase):

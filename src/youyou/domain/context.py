@@ -20,7 +20,9 @@ from youyou.domain.ledger import (
     ToolResult,
     UserMessage,
 )
-from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, INCOMPLETE_ASSISTANT_MARKER
+from youyou.domain.templates import COMPACT_SUMMARY_PREFIX, PHRASES, Language
+
+ENGLISH_MARKER = PHRASES[Language.EN].incomplete_assistant_marker
 
 VisiblePayload = UserMessage | AssistantMessage | ToolCall | ToolResult | SystemMessage
 
@@ -60,9 +62,15 @@ def render_compaction_summary(summary_body: str) -> str:
     return f"{COMPACT_SUMMARY_PREFIX}\n\n{summary_body}"
 
 
-def project_event(event: LedgerEvent, visible_calls: set[str], into: list[VisibleMessage]) -> bool:
+def project_event(
+    event: LedgerEvent,
+    visible_calls: set[str],
+    into: list[VisibleMessage],
+    marker: str = ENGLISH_MARKER,
+) -> bool:
     """Append to ``into`` the visible messages one ledger event contributes (metadata
-    contributes none); whether it contributed any.
+    contributes none); whether it contributed any. ``marker`` follows an assistant message
+    cut short by a cancel (``Phrases.incomplete_assistant_marker`` of the configured language).
 
     ``visible_calls`` holds the call ids already visible and is updated here. A tool result
     whose call is not visible (left behind a compaction boundary by an older kernel) contributes
@@ -76,7 +84,7 @@ def project_event(event: LedgerEvent, visible_calls: set[str], into: list[Visibl
     if type(payload) is AssistantMessage:
         into.append(VisibleMessage(event.seq, payload))
         if payload.status is MessageStatus.INCOMPLETE:
-            into.append(VisibleMessage(None, SystemMessage(content=INCOMPLETE_ASSISTANT_MARKER)))
+            into.append(VisibleMessage(None, SystemMessage(content=marker)))
         return True
     if type(payload) is ToolCall:
         visible_calls.add(payload.call.call_id)
@@ -102,7 +110,9 @@ class LedgerProjection:
 
 
 def project_ledger(
-    events: Iterable[LedgerEvent], compaction: CompactionRecord | None
+    events: Iterable[LedgerEvent],
+    compaction: CompactionRecord | None,
+    marker: str = ENGLISH_MARKER,
 ) -> LedgerProjection:
     """The one projection of a ledger, shared by the live path (event by event, through
     ``project_event``), the provider retry path and resume; never fork it.
@@ -125,15 +135,17 @@ def project_ledger(
         if event.seq <= boundary:
             continue
         feed(event.payload)
-        if project_event(event, calls, visible):
+        if project_event(event, calls, visible, marker):
             contributed += 1
     return LedgerProjection(visible, calls, turns, contributed)
 
 
 def rebuild_visible_messages(
-    events: Iterable[LedgerEvent], compaction: CompactionRecord | None
+    events: Iterable[LedgerEvent],
+    compaction: CompactionRecord | None,
+    marker: str = ENGLISH_MARKER,
 ) -> list[VisibleMessage]:
-    return project_ledger(events, compaction).visible
+    return project_ledger(events, compaction, marker).visible
 
 
 def first_safe_cut(messages: Sequence[VisibleMessage], start: int) -> int:

@@ -31,6 +31,15 @@ class ReasoningDeltaEvent(_Payload):
     text: str
 
 
+class ModelWaiting(_Payload):
+    """A model request has not answered yet: seconds since it was sent, repeated every
+    ``AgentConfig.model_wait_notice_ms`` until its first event (or its failure). Progress for
+    a client to show and replace; it is not stored."""
+
+    type: Literal["model_waiting"] = "model_waiting"
+    elapsed_s: int
+
+
 class ToolCallStart(_Payload):
     type: Literal["tool_call_start"] = "tool_call_start"
     call_id: str
@@ -90,6 +99,7 @@ AgentEventPayload = Annotated[
     TurnStarted
     | TextDeltaEvent
     | ReasoningDeltaEvent
+    | ModelWaiting
     | ToolCallStart
     | ToolCallEnd
     | ContextCompacted

@@ -1,6 +1,14 @@
-"""Fixed prompt templates and tags, kept in one place (docs/architecture.md, 'Prompt templates')."""
+"""Fixed prompt templates and tags, kept in one place (docs/architecture.md, 'Prompt templates').
+
+Texts the model reads in running prose that a user would otherwise see in another language
+(markers, instructions, labels) are ``Phrases``, one set per ``Language``; the configured
+language (``AgentConfig.language``, English by default) picks the set.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
 
 # Default compaction prompt (overridable through AgentConfig.compact_prompt).
 DEFAULT_COMPACT_PROMPT = (
@@ -21,17 +29,61 @@ COMPACT_SUMMARY_PREFIX = (
     "the exact originals."
 )
 
-# Marker placed after every assistant message cut short by a cancel.
-INCOMPLETE_ASSISTANT_MARKER = "[此消息因用户取消而中断]"
+
+class Language(StrEnum):
+    """The language of the model-facing fixed texts."""
+
+    EN = "en"
+    ZH = "zh"
+
+
+@dataclass(frozen=True, slots=True)
+class Phrases:
+    """The model-facing fixed texts that follow the configured language."""
+
+    incomplete_assistant_marker: str
+    """Placed after every assistant message cut short by a cancel."""
+    skills_how_to_use: str
+    """Closes the registered skill list in the system prompt."""
+    user_prompt_header: str
+    """Heads the system prompt the user picked (the workbench's prompts)."""
+    previous_summary_label: str
+    no_previous_summary: str
+    new_conversation_label: str
+    """The three labels of a compaction's summary request."""
+
+
+PHRASES: dict[Language, Phrases] = {
+    Language.EN: Phrases(
+        incomplete_assistant_marker="[This message was interrupted because the user cancelled it]",
+        skills_how_to_use=(
+            "### How to use skills\n"
+            "- A skill is active only when the user explicitly types /skill_name\n"
+            "- Never activate a skill on your own\n"
+            "- You may suggest a skill to the user, but never trigger it for them"
+        ),
+        user_prompt_header="User-selected system prompt:",
+        previous_summary_label="Previous summary:",
+        no_previous_summary="(none)",
+        new_conversation_label="New conversation:",
+    ),
+    Language.ZH: Phrases(
+        incomplete_assistant_marker="[此消息因用户取消而中断]",
+        skills_how_to_use=(
+            "### How to use skills\n"
+            "- 仅当用户显式使用 /skill_name 时激活\n"
+            "- 不得自行激活 Skill\n"
+            "- 可建议用户使用 Skill，但不可替用户触发"
+        ),
+        user_prompt_header="用户选择的系统提示词：",
+        previous_summary_label="已有摘要：",
+        no_previous_summary="（无）",
+        new_conversation_label="新增对话：",
+    ),
+}
 
 # Registered skill list (system prompt).
 SKILLS_SECTION_HEADER = "## Skills\n\n### Available skills"
-SKILLS_HOW_TO_USE = (
-    "### How to use skills\n"
-    "- 仅当用户显式使用 /skill_name 时激活\n"
-    "- 不得自行激活 Skill\n"
-    "- 可建议用户使用 Skill，但不可替用户触发"
-)
 
 # Active plugin list (system prompt).
 PLUGINS_SECTION_HEADER = "## Plugins\n\n### Active plugins"

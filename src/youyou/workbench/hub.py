@@ -32,7 +32,13 @@ from youyou.domain.config import MemoryMode, SessionConfig
 from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord
 from youyou.domain.errors import AgentError
-from youyou.domain.events import ContextCompacted, ContextUsage, ErrorEvent, TurnComplete
+from youyou.domain.events import (
+    ContextCompacted,
+    ContextUsage,
+    ErrorEvent,
+    ModelWaiting,
+    TurnComplete,
+)
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
@@ -44,7 +50,7 @@ from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
-from youyou.workbench.streams import Frame, TurnStream, frame_data
+from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
 
 logger = logging.getLogger(__name__)
 
@@ -344,6 +350,9 @@ class SessionHub:
         held: list[Frame] = []
         try:
             async for event in turn.events:
+                if isinstance(event.payload, ModelWaiting):
+                    stream.note(waiting_note(event.payload))
+                    continue
                 data = frame_data(event, language)
                 if data is None:
                     continue

@@ -41,6 +41,8 @@ async def copy_frames(store: WorkbenchStore, stream: TurnStream) -> None:
     chat_id = stream.chat_session_id
     try:
         async for batch in stream.batches():
+            if not batch:  # a note: progress is not copied
+                continue
             if turn_seq is None:
                 first = batch[0]
                 if first.event != "turn_started":

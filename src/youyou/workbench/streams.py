@@ -20,6 +20,7 @@ from youyou.domain.events import (
     AgentEvent,
     ContextCompacted,
     ErrorEvent,
+    ModelWaiting,
     ReasoningDeltaEvent,
     TextDeltaEvent,
     ToolCallEnd,
@@ -31,6 +32,16 @@ from youyou.domain.events import (
 from youyou.workbench.errors import ApiCode, ApiError, Language, catalog_message, from_agent_error
 
 KEEPALIVE = b": keep-alive\n\n"
+
+
+def comment(text: str) -> bytes:
+    """An SSE comment line: clients that parse events skip it, a UI may show it."""
+    return f": {text}\n\n".encode()
+
+
+def waiting_note(payload: ModelWaiting) -> str:
+    """The note of a model that has not answered yet: ``waiting for the model 20s``."""
+    return f"waiting for the model {payload.elapsed_s}s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,10 +194,20 @@ class TurnStream:
         self.turn_id = turn_id
         self._frames: list[Frame] = []
         self._changed = asyncio.Event()
+        self._note: str | None = None
+        self._notes = 0  # notes so far: each one is sent, even when its text repeats
         self.done = False
 
     def publish(self, frame: Frame) -> None:
         self._frames.append(frame)
+        self._note = None  # the turn has moved on: a re-attaching client does not get it
+        self._wake()
+
+    def note(self, text: str) -> None:
+        """The turn's current progress (``waiting_note``): sent to followers as an SSE comment
+        until the next frame; not a frame, so never replayed or copied."""
+        self._note = text
+        self._notes += 1
         self._wake()
 
     def close(self) -> None:
@@ -201,7 +222,7 @@ class TurnStream:
         self, after: int = 0, idle_s: float | None = None
     ) -> AsyncIterator[list[Frame]]:
         """Frames with ``id > after`` in order, as lists of those published since the previous
-        list; an empty list after ``idle_s`` without one."""
+        list; an empty list after ``idle_s`` without one, or when a note came instead."""
         index = next((i for i, f in enumerate(self._frames) if f.id > after), len(self._frames))
         while True:
             if index < len(self._frames):
@@ -215,11 +236,19 @@ class TurnStream:
                     await asyncio.wait_for(self._changed.wait(), idle_s)
                 except TimeoutError:
                     yield []
+                else:
+                    if index == len(self._frames) and not self.done:
+                        yield []
 
     async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
-        """Frames with ``id > after`` as they come; a comment line when idle for a while."""
+        """Frames with ``id > after`` as they come; the turn's note as a comment line when it
+        changes, a keep-alive comment when idle for a while."""
+        shown = self._notes - 1 if self._note is not None else self._notes
         async for batch in self.batches(after, keepalive_s):
-            if not batch:
+            if self._note is not None and self._notes != shown:
+                yield comment(self._note)
+            elif not batch:
                 yield KEEPALIVE
+            shown = self._notes
             for frame in batch:
                 yield frame.encode()

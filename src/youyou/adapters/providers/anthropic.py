@@ -29,6 +29,7 @@ from youyou.adapters.providers.errors import (
     endpoint_label,
     located,
     parse_tool_arguments,
+    proxy_page,
     stream_failure,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -215,6 +216,8 @@ def _classify(exc: Exception) -> ProviderError:
     if isinstance(exc, anthropic.APIConnectionError):
         return connection_failure(exc, f"{type(exc).__name__}: {exc.message}")
     if isinstance(exc, anthropic.APIStatusError):
+        if (page := proxy_page(exc)) is not None:
+            return page
         message = exc.api_message or exc.message
         # An ``error`` event inside an open stream arrives with the stream's 200 status.
         status = exc.status_code if exc.status_code >= 400 else None
@@ -252,7 +255,7 @@ class AnthropicProvider(StreamingProvider):
         return build_params(request, api_model, max_tokens=self._max_tokens)
 
     async def _attempt(self, params: dict[str, Any]) -> AsyncIterator[ChatEvent]:
-        stream = await self._client.messages.create(**params, stream=True)
+        stream = await self._first_byte(self._client.messages.create(**params, stream=True))
         try:
             translator = _Translator()
             async for event in stream:

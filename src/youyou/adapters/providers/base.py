@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from youyou.adapters.providers.errors import Classify, RetryPolicy, drive_stream
+from youyou.adapters.providers.errors import Classify, FirstByteTimeout, RetryPolicy, drive_stream
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import FileContentBlock
 from youyou.domain.model import ChatEvent, ChatRequest, FinishReason, ModelInfo
+
+T = TypeVar("T")
 
 NO_API_KEY = "no-key"
 """Sent when no key is configured: local servers ignore it, the SDKs insist on one."""
@@ -26,6 +29,9 @@ class Endpoint:
     api_key: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 60.0
+    """The longest silence between two chunks of an open stream (and of a connect or write)."""
+    first_byte_timeout_s: float = 30.0
+    """How long an attempt waits for the response to start (its status and headers)."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     api_model_names: Mapping[str, str] = field(default_factory=dict)
     """Our model id → the name the API knows (model ids must be unique across providers)."""
@@ -85,6 +91,16 @@ class StreamingProvider(ABC):
         params = self._params(request, names.get(request.model_id, request.model_id))
         retry = self._endpoint.retry
         return drive_stream(lambda: self._attempt(params), self._classify, retry, cancel)
+
+    async def _first_byte(self, opening: Awaitable[T]) -> T:
+        """``opening`` (an SDK call that returns once the response has started), or
+        ``FirstByteTimeout`` after ``first_byte_timeout_s``: an endpoint that accepts the
+        connection and never answers fails fast, then the stream's own idle timeout applies."""
+        limit = self._endpoint.first_byte_timeout_s
+        try:
+            return await asyncio.wait_for(opening, limit)
+        except TimeoutError:
+            raise FirstByteTimeout(limit) from None
 
     @abstractmethod
     async def close(self) -> None:

@@ -95,6 +95,26 @@ def classify_http_error(
     )
 
 
+def proxy_page(exc: Exception) -> ProviderError | None:
+    """An HTTP error answered with an HTML page instead of the API's JSON error: a proxy or
+    gateway in front of the endpoint sent it (a model API never answers in HTML), so the status
+    and its text are all there is to say, e.g. ``HTTP 502 Bad Gateway from a proxy …``."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if response is None or not isinstance(status, int) or status < 400:
+        return None
+    content_type = str(response.headers.get("content-type", "")).lower()
+    if "html" not in content_type:
+        return None
+    reason = str(getattr(response, "reason_phrase", "") or "")
+    return ProviderError(
+        kind=ProviderErrorKind.PROVIDER,
+        message=f"HTTP {status} {reason}".rstrip()
+        + " from a proxy or gateway in front of the endpoint (an HTML page, not an API error)",
+        retryable=status in _RETRYABLE_STATUS,
+    )
+
+
 def connection_failure(exc: Exception, message: str) -> ProviderError:
     """The SDK's connection error with what lies beneath it ("Connection refused", a DNS
     failure, a timeout), which its own message ("Connection error.") leaves out."""
@@ -134,9 +154,19 @@ class IncompleteStream(Exception):
     """The server closed a stream cleanly but before saying how the response finished."""
 
 
+class FirstByteTimeout(Exception):
+    """The response did not start within the provider's ``first_byte_timeout_s``."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(
+            f"no response within {limit_s:g} s (first_byte_timeout_s): the endpoint accepted "
+            "the connection but did not answer"
+        )
+
+
 def stream_failure(exc: Exception) -> ProviderError:
     """Anything else that broke a stream (truncated body, undecodable chunk, early end)."""
-    if isinstance(exc, IncompleteStream):
+    if isinstance(exc, IncompleteStream | FirstByteTimeout):
         return transport_error(str(exc))
     return transport_error(f"{type(exc).__name__}: {exc}")
 

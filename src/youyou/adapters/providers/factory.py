@@ -57,6 +57,7 @@ def build_provider(
         api_key=resolve_api_key(provider, index, environ),
         headers=provider.resolved_headers(environ, f"providers[{index}]"),
         timeout_s=provider.timeout_s,
+        first_byte_timeout_s=provider.first_byte_timeout_s,
         retry=RetryPolicy(
             max_attempts=provider.max_attempts, base_delay_s=provider.retry_base_delay_s
         ),

@@ -32,6 +32,7 @@ from youyou.adapters.providers.errors import (
     endpoint_label,
     located,
     parse_tool_arguments,
+    proxy_page,
     stream_failure,
 )
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
@@ -202,6 +203,8 @@ def _classify(exc: Exception) -> ProviderError:
     if isinstance(exc, openai.APIConnectionError):
         return connection_failure(exc, f"{type(exc).__name__}: {exc.message}")
     if isinstance(exc, openai.APIStatusError):
+        if (page := proxy_page(exc)) is not None:
+            return page
         return classify_http_error(
             exc.status_code, _api_message(exc), code=exc.code, error_type=exc.type
         )
@@ -254,12 +257,14 @@ class OpenAICompatProvider(StreamingProvider):
         # Not ``chat.completions.create``: it deep-walks the parameters to transform them
         # (~0.6 ms per message, so a long session pays tens of ms per request), and ours are
         # plain JSON already. ``post`` is the same request through the same client.
-        stream = await self._client.post(
-            "/chat/completions",
-            body={**params, "stream": True},
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=AsyncStream[ChatCompletionChunk],
+        stream = await self._first_byte(
+            self._client.post(
+                "/chat/completions",
+                body={**params, "stream": True},
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
         )
         try:
             async for event in translate_chunks(stream):

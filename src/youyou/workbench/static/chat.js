@@ -19,6 +19,12 @@ const MODES = ["every_30_turns", "context_70_percent", "manual"];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const number = (n) => n.toLocaleString(document.documentElement.lang || undefined);
 
+/** A note of the answer's stream in the page's language (the server writes English). */
+function noteText(note) {
+  const waiting = /^waiting for the model (\d+)s$/.exec(note);
+  return waiting ? t("waitingForModel", { seconds: waiting[1] }) : note;
+}
+
 export class ChatView {
   constructor(user) {
     this.user = user;
@@ -376,8 +382,10 @@ export class ChatView {
         }
         this.connection.textContent = "";
         for await (const frame of readEvents(response)) {
-          if (frame.id !== null) lastId = frame.id;
           attempt = 0;
+          this.connection.textContent = frame.note === undefined ? "" : noteText(frame.note);
+          if (frame.note !== undefined) continue;
+          if (frame.id !== null) lastId = frame.id;
           ended = this.frame(frame, answer, replay) || ended;
         }
       } catch (error) {

@@ -1,6 +1,7 @@
 // Server-Sent Events read from a fetch() body (EventSource can neither POST nor send the
 // bearer header). Frames: `id:`, `event:`, `data:` lines ended by a blank line; lines starting
-// with ':' are keep-alives. Chunks may split a line anywhere, even a "\r\n" pair.
+// with ':' are comments: `: keep-alive`, or a note such as `: waiting for the model 20s`.
+// Chunks may split a line anywhere, even a "\r\n" pair.
 
 export class SseParser {
   constructor() {
@@ -14,7 +15,8 @@ export class SseParser {
     this.data = [];
   }
 
-  /** Feed decoded text; returns the frames it completed, as {id, event, data}. */
+  /** Feed decoded text; returns the frames it completed, as {id, event, data}, and the notes
+   * among them as {note} (keep-alives are dropped). */
   push(text) {
     this.buffer += text;
     const frames = [];
@@ -42,7 +44,10 @@ export class SseParser {
       this.reset();
       return frame;
     }
-    if (line.startsWith(":")) return null;
+    if (line.startsWith(":")) {
+      const note = line.slice(1).trim();
+      return note && note !== "keep-alive" ? { note } : null;
+    }
     const colon = line.indexOf(":");
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? "" : line.slice(colon + 1);
@@ -54,7 +59,7 @@ export class SseParser {
   }
 }
 
-/** The frames of an SSE response, as they arrive. */
+/** The frames (and notes) of an SSE response, as they arrive. */
 export async function* readEvents(response) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   const parser = new SseParser();
