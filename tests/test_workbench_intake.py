@@ -119,6 +119,8 @@ def test_a_nul_character_is_an_invalid_argument_everywhere(
         (api, "GET", "/chat/sessions", {"params": {"q": "disk\x00"}}),
         (api, "GET", "/chat/sessions/a%00b", {}),
         (api, "GET", "/chat/prompts/%00", {}),
+        (api, "POST", "/chat/knowledge", {"files": {"file": ("a.md", b"Restart it\x00 at once.")}}),
+        (api, "POST", "/chat/skills", {"files": {"file": ("SKILL.md", b"---\nname: a\x00\n")}}),
     ):
         error = client.error(method, path, 400, **kwargs)
         assert error["code"] == "VALIDATION_INVALID_ARGUMENT", (path, error)
