@@ -16,7 +16,7 @@ before and after, and how many attacking connections the server closed. The serv
 its default ``[server]`` settings except those given with ``--set key=value``.
 
 Run: ``.venv/bin/python bench/server_abuse.py [--seconds 20] [--idle 200] [--slowloris 50]
-[--slow-bodies 6] [--trickle 20] [--set header_timeout_s=10]``.
+[--slow-bodies 6] [--trickle 20] [--set header_timeout_s=10] [--nofile 256]``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import resource
 import socket
 import statistics
 import subprocess
@@ -37,7 +38,16 @@ _SCRIPT = Path(sys.executable).with_name("youyou")
 SERVE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "youyou"]
 MIB = 1024 * 1024
 HUGE = b"x" * 30 * MIB
+PAD = b" " * 3999
 PROBE = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    head: bytes
+    head_drip_s: float
+    body: bytes
+    body_drip_s: float
 
 
 @dataclass
@@ -52,6 +62,10 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 def rss_mib(pid: int) -> float:
@@ -84,22 +98,23 @@ async def measure(port: int, seconds: float, interval_s: float = 0.02) -> list[f
     return results
 
 
-async def attacker(port: int, attack: Attack, head: bytes, body: bytes, drip_s: float) -> None:
-    """Sends ``head`` a byte every ``drip_s`` (or at once when ``drip_s`` is 0), then ``body``
-    in 64 KiB pieces (or a byte every ``drip_s``), then holds the connection open."""
+async def attacker(port: int, attack: Attack, plan: Plan) -> None:
+    """Sends the plan's head, then its body, each at once (in 64 KiB pieces) or a byte every
+    ``drip_s``; then holds the connection open until the server closes it."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
     except OSError:
         return
     attack.opened += 1
     try:
-        for data, step in ((head, 1 if drip_s else len(head) or 1), (body, 1 if drip_s else 65536)):
+        for data, drip_s in ((plan.head, plan.head_drip_s), (plan.body, plan.body_drip_s)):
+            step = 1 if drip_s else 65536
             for start in range(0, len(data), step):
                 writer.write(data[start : start + step])
                 await writer.drain()
                 if drip_s:
                     await asyncio.sleep(drip_s)
-        await reader.read()  # until the server closes it
+        await reader.read()
     except OSError:
         pass
     attack.closed_by_server += 1
@@ -123,21 +138,18 @@ async def run(args: argparse.Namespace, port: int, pid: int) -> None:
     before = rss_mib(pid)
     attack = Attack()
     login = b"POST /auth/login HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+    drip = args.drip_s
     plans = (
-        (args.idle, b"", b"", 0.0),
-        (args.slowloris, b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Pad: " + b"a" * 4000, b"", 1),
+        (args.idle, Plan(b"", 0, b"", 0)),
         (
-            args.slow_bodies,
-            login + f"Content-Length: {32 * MIB}\r\n\r\n".encode(),
-            b"x" * 30 * MIB,
-            0,
+            args.slowloris,
+            Plan(b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Pad: " + PAD, drip, b"", 0),
         ),
-        (args.trickle, login + b"Content-Length: 4000\r\n\r\n", b"{" + b" " * 3999, 1),
+        (args.slow_bodies, Plan(login + b"Content-Length: %d\r\n\r\n" % (32 * MIB), 0, HUGE, 0)),
+        (args.trickle, Plan(login + b"Content-Length: 4000\r\n\r\n", 0, b"{" + PAD, drip)),
     )
-    for count, head, body, drip in plans:
-        for _ in range(count):
-            task = asyncio.create_task(attacker(port, attack, head, body, drip and args.drip_s))
-            attack.tasks.append(task)
+    for count, plan in plans:
+        attack.tasks += [asyncio.create_task(attacker(port, attack, plan)) for _ in range(count)]
     await asyncio.sleep(1)  # every attacker connected and started
     print(summary("attacked", await measure(port, args.seconds)))
     after = rss_mib(pid)
@@ -160,6 +172,7 @@ def main() -> None:
     parser.add_argument("--trickle", type=int, default=20)
     parser.add_argument("--drip-s", type=float, default=1.0)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--nofile", type=int, help="the server's open-files limit (ulimit -n)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -176,6 +189,7 @@ def main() -> None:
             [*SERVE, "serve", "--config", str(config), "--port", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: limit_files(args.nofile)) if args.nofile else None,
         )
         try:
             deadline = time.monotonic() + 60
