@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-import platformdirs
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -31,6 +30,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from youyou.adapters.private_files import data_dir
 from youyou.adapters.providers.scripted import DEMO_MODEL
 from youyou.domain.config import (
     AgentConfig,
@@ -97,7 +97,7 @@ def check_http_url(url: str) -> str:
 
 
 def default_database_url() -> str:
-    path = Path(platformdirs.user_data_dir("youyou")) / "youyou.db"
+    path = data_dir() / "youyou.db"
     return f"sqlite+aiosqlite:///{path}"
 
 
@@ -117,7 +117,24 @@ class ServerSettings(_Section):
     session_idle_s: float = Field(300.0, gt=0)
     """An open session without a turn for this long is closed; the next message resumes it."""
     max_body_bytes: PositiveInt = 32 * 1024 * 1024
-    """Largest request body (a 20 MB image travels base64-encoded, about 27 MB)."""
+    """Largest body of a message or an upload, read only once the sender's token is checked
+    (a 20 MB image travels base64-encoded, about 27 MB)."""
+    max_anonymous_body_bytes: PositiveInt = 16 * 1024
+    """Largest body read before the sender is known; a larger one needs a valid token first."""
+    header_timeout_s: float = Field(10.0, gt=0)
+    """A connection must send its request line and headers within this long of opening (or of
+    the previous answer ending), or it is closed."""
+    body_timeout_s: float = Field(60.0, gt=0)
+    """A request's whole body must arrive within this long of its headers, or it is refused
+    (408) and the connection closed; a 32 MiB upload within 60 s needs about 4.5 Mbit/s."""
+    keep_alive_timeout_s: PositiveInt = 5
+    """An idle kept-alive connection is closed after this long."""
+    max_connections: PositiveInt = 500
+    """Open connections per server process (SSE streams included); beyond it requests are
+    answered 503 and further connections closed at once. Keep it under ``ulimit -n``."""
+    api_docs: bool = False
+    """Serve the interactive API docs (``/docs``, ``/redoc``), which load their scripts from a
+    public CDN; ``/openapi.json`` is always served."""
     keepalive_s: float = Field(15.0, gt=0)
     """Idle SSE streams get a comment line this often, so proxies keep them open."""
     lease_ttl_s: float = Field(30.0, gt=0)

@@ -12,9 +12,10 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from rich.console import Console
 
+from youyou.adapters.private_files import data_dir as youyou_data_dir
+from youyou.adapters.private_files import private_directory, private_file
 from youyou.adapters.settings import Settings
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
@@ -36,10 +37,9 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def data_dir() -> Path:
-    """Per-user directory for the prompt history and the log file (OSError if unusable)."""
-    path = Path(platformdirs.user_data_dir("youyou"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Per-user directory for the prompt history and the log file, only its owner's (OSError
+    if unusable)."""
+    return private_directory(youyou_data_dir())
 
 
 def warn(message: str) -> None:
@@ -78,7 +78,7 @@ def setup_logging() -> None:
     logging.raiseExceptions = False
     handler: logging.Handler
     try:
-        handler = _LogFile(data_dir() / LOG_FILE, encoding="utf-8")
+        handler = _LogFile(private_file(data_dir() / LOG_FILE), encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     except OSError as exc:
         warn(f"cannot open the log file ({exc}); log lines go to stderr")

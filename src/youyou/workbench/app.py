@@ -7,12 +7,10 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from youyou import __version__
@@ -24,10 +22,12 @@ from youyou.workbench.auth import Authenticator, LoginLimiter
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
 from youyou.workbench.hub import SessionHub
+from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
 from youyou.workbench.routes import assets, auth, chat, knowledge, ops
 from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.webui import WebUi, serve_web_ui
 
 logger = logging.getLogger(__name__)
 
@@ -110,11 +110,16 @@ def create_app(
             await store.close()
             logger.info("workbench stopped")
 
+    # No trailing-slash redirects: Starlette builds their Location from the Host header.
+    docs = settings.server.api_docs
     app = FastAPI(
         title="YouYou workbench",
         version=__version__,
         description="HTTP + SSE API of the YouYou on-call workbench.",
         lifespan=lifespan,
+        redirect_slashes=False,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
     )
     for router in (auth.router, assets.router, knowledge.router, chat.router, ops.router):
         app.include_router(router)
@@ -145,8 +150,6 @@ def create_app(
         logger.error("unhandled error", exc_info=exc)
         return _error_response(request, ApiError(ApiCode.INTERNAL_ERROR))
 
-    app.mount("/", StaticFiles(directory=Path(__file__).with_name("static"), html=True), name="web")
-    app.add_middleware(
-        RequestContext, metrics=metrics, max_body_bytes=settings.server.max_body_bytes
-    )
+    serve_web_ui(app, WebUi.load())
+    app.add_middleware(RequestContext, metrics=metrics, limits=BodyLimits.of(settings.server))
     return app

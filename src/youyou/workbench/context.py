@@ -1,5 +1,5 @@
-"""Per-request plumbing: the request id (in every response and log line), the body limit,
-request metrics, and the objects routes depend on."""
+"""Per-request plumbing: the request id (in every response and log line), the security
+headers, the body limits, request metrics, and the objects routes depend on."""
 
 from __future__ import annotations
 
@@ -17,9 +17,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import BuiltApp
+from youyou.domain.errors import AgentError
 from youyou.workbench.auth import Authenticator
-from youyou.workbench.errors import ApiCode, Language, catalog_message, language_of
+from youyou.workbench.errors import (
+    ApiError,
+    Language,
+    catalog_message,
+    from_agent_error,
+    language_of,
+)
 from youyou.workbench.hub import SessionHub
+from youyou.workbench.intake import BodyLimits, read_body, refuse_nul
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.store import UserRecord, WorkbenchStore
 
@@ -51,13 +59,30 @@ def error_body(code: str, language: Language, detail: str | None, request_id: st
     return json.dumps(payload, ensure_ascii=False).encode()
 
 
-class RequestContext:
-    """Pure ASGI middleware, so SSE responses stream through untouched."""
+# Sent with every response (API, static files, errors, SSE). The policy is the web UI's: its
+# own scripts and styles only, and no other site may frame it.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int) -> None:
+
+class RequestContext:
+    """Pure ASGI middleware, so SSE responses stream through untouched: the request id and
+    the security headers on every response, the body read within its limits (``intake``),
+    and the request metrics."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, limits: BodyLimits) -> None:
         self.app = app
         self.metrics = metrics
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -76,17 +101,20 @@ class RequestContext:
                 status = message["status"]
                 message["headers"] = [
                     *message.get("headers", []),
+                    *SECURITY_HEADERS,
                     (b"x-request-id", request_id.encode()),
                 ]
             await send(message)
 
         try:
-            body = await self._bounded_body(headers, receive)
-            if body is None:
-                language = language_of(headers.get("accept-language"))
-                await _send_error(
-                    send_with_id, 413, ApiCode.PAYLOAD_TOO_LARGE, language, request_id
-                )
+            try:
+                body = await read_body(scope, headers, receive, self.limits)
+                refuse_nul(scope, headers, body)
+            except AgentError as exc:
+                await _send_error(send_with_id, from_agent_error(exc), headers, request_id)
+                return
+            except ApiError as exc:
+                await _send_error(send_with_id, exc, headers, request_id)
                 return
             await self.app(scope, _replay(body, receive), send_with_id)
         finally:
@@ -94,27 +122,6 @@ class RequestContext:
             template = getattr(route, "path", "unmatched")
             self.metrics.requests.labels(template, scope["method"], str(status)).inc()
             request_id_var.reset(token)
-
-    async def _bounded_body(self, headers: dict[str, str], receive: Receive) -> bytes | None:
-        """The whole body, or None when it is over the limit (told by Content-Length or
-        counted while reading a chunked body)."""
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -131,17 +138,20 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _send_error(
-    send: Send, status: int, code: ApiCode, language: Language, request_id: str
+    send: Send, error: ApiError, headers: dict[str, str], request_id: str
 ) -> None:
-    body = error_body(code, language, None, request_id)
+    """The error envelope, and the connection closed: the rest of the body is never read."""
+    language = language_of(headers.get("accept-language"))
+    body = error_body(error.code, language, error.detail, request_id)
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": error.status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
+                *((k.lower().encode(), v.encode()) for k, v in error.headers.items()),
             ],
         }
     )

@@ -35,6 +35,7 @@ class ApiCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
     TURN_BUSY = "TURN_BUSY"
+    REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     CHAT_CONTEXT_LIMIT_REACHED = "CHAT_CONTEXT_LIMIT_REACHED"
     MODEL_ERROR = "MODEL_ERROR"
@@ -70,6 +71,9 @@ CATALOG: dict[str, _Entry] = {
     ),
     ApiCode.TURN_BUSY: _Entry(
         409, "该会话正在生成回答，请稍后再试", "A turn is already running in this session"
+    ),
+    ApiCode.REQUEST_TIMEOUT: _Entry(
+        408, "请求体发送超时", "The request body did not arrive in time"
     ),
     ApiCode.PAYLOAD_TOO_LARGE: _Entry(413, "请求体过大", "The request body is too large"),
     ApiCode.CHAT_CONTEXT_LIMIT_REACHED: _Entry(

@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 
 from youyou.adapters.settings import Settings, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.workbench.connections import RESERVED_DESCRIPTORS, ServeConfig, raise_descriptor_limit
 from youyou.workbench.context import RequestIdFilter
 from youyou.workbench.store import WorkbenchStore
 
@@ -191,6 +192,13 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     os.environ[_CONFIG_ENV] = str(options.config.resolve()) if options.config else ""
     os.environ[_LOG_ENV] = options.log_format
     setup_server_logging(options.log_format)
+    descriptors = raise_descriptor_limit(server.max_connections + RESERVED_DESCRIPTORS)
+    if descriptors < server.max_connections + RESERVED_DESCRIPTORS:
+        say(
+            f"warning: this process may open only {descriptors} files (ulimit -n), too few "
+            f"for [server] max_connections = {server.max_connections}; lower it or raise "
+            "the limit."
+        )
     config = uvicorn_config(server, "youyou.workbench.server:app_from_environment")
     if server.workers > 1:
         sock = config.bind_socket()
@@ -200,11 +208,12 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     return 0
 
 
-def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> uvicorn.Config:
+def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> ServeConfig:
     """The one uvicorn configuration of a workbench: ``app`` is the worker factory's import
     path for ``youyou serve``, or an app built in this process (tests, embedding)."""
-    return uvicorn.Config(
+    return ServeConfig(
         app,
+        header_timeout_s=server.header_timeout_s,
         factory=isinstance(app, str),
         host=server.host,
         port=server.port,
@@ -212,6 +221,9 @@ def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> uvicorn.Config
         log_config=None,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        timeout_keep_alive=server.keep_alive_timeout_s,
+        limit_concurrency=server.max_connections,
+        server_header=False,
         proxy_headers=False,
     )
 

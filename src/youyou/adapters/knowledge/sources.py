@@ -52,13 +52,16 @@ class Decoded:
 
 
 def decode_document(name: str, data: bytes) -> Decoded:
-    """UTF-8 text (a BOM dropped) within the size limit, else INPUT_VALIDATION saying why."""
+    """UTF-8 text without NUL characters (a BOM dropped) within the size limit, else
+    INPUT_VALIDATION saying why."""
     if len(data) > MAX_DOCUMENT_BYTES:
         raise _invalid(f"{name} is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _invalid(f"{name} is not UTF-8 text (byte {exc.start})") from None
+    if "\x00" in text:  # binary, and PostgreSQL cannot store it in text
+        raise _invalid(f"{name} is not text (it holds a NUL character)")
     return Decoded(text, hashlib.sha256(data).hexdigest(), len(data))
 
 

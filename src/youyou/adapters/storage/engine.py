@@ -24,6 +24,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util import await_
 
+from youyou.adapters.private_files import private_directory, private_file
 from youyou.adapters.storage.errors import storage_error
 from youyou.adapters.storage.sqlite_driver import driver_execute, run_transaction
 from youyou.adapters.storage.tables import VERSION_TABLE
@@ -65,9 +66,9 @@ def create_engine(url: str, *, sqlite_synchronous: SqliteSynchronous = "normal")
     if file and file != ":memory:" and not file.startswith("file:"):
         directory = Path(file).parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(directory) / Path(file).name)
         except OSError as exc:
-            raise storage_error(f"creating the directory {directory}", exc) from exc
+            raise storage_error(f"creating the database file {file}", exc) from exc
     # Every use ends its transaction (``transaction`` commits or rolls back, and SQLAlchemy rolls
     # back a connection closed inside one), so the pool's extra rollback on return, one more
     # trip to aiosqlite's thread per transaction, is left out.

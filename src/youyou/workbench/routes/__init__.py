@@ -10,6 +10,7 @@ _ERROR = {"model": ErrorEnvelope}
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {**_ERROR, "description": "VALIDATION_INVALID_ARGUMENT: bad body, query or id"},
     401: {**_ERROR, "description": "AUTH_UNAUTHENTICATED: missing, invalid or expired token"},
+    408: {**_ERROR, "description": "REQUEST_TIMEOUT: the body did not arrive in time"},
     413: {**_ERROR, "description": "PAYLOAD_TOO_LARGE: body over the server limit"},
     500: {**_ERROR, "description": "INTERNAL_ERROR"},
     503: {**_ERROR, "description": "SERVICE_UNAVAILABLE: database busy or down (Retry-After)"},

@@ -16,6 +16,7 @@ from youyou.workbench.assembly import read_configuration
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.hub import memory_namespace
+from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import (
     ConfigurationOut,
@@ -141,6 +142,7 @@ async def delete_prompt(prompt_id: str, wb: WorkbenchDep, user: UserDep) -> Resp
     status_code=201,
     responses={409: {"model": ErrorEnvelope, "description": "SKILL_NAME_CONFLICT"}},
 )
+@large_body
 async def upload_skill(
     file: Annotated[UploadFile, File(description="The SKILL.md file")],
     wb: WorkbenchDep,

@@ -12,6 +12,7 @@ from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, Te
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.history import history
+from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
 from youyou.workbench.routes import SESSION_ERRORS
 from youyou.workbench.schemas import (
@@ -155,6 +156,7 @@ async def clear_messages(
 
 
 @router.post("/{session_id}/messages", response_class=StreamingResponse, responses=_SSE)
+@large_body
 async def send_message(
     session_id: str, body: SendBody, wb: WorkbenchDep, user: UserDep, lang: LanguageDep
 ) -> StreamingResponse:

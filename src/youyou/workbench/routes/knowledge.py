@@ -20,6 +20,7 @@ from youyou.adapters.knowledge.sources import MAX_DOCUMENT_BYTES
 from youyou.domain.errors import AgentError
 from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
+from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import ApiModel, Envelope
 
@@ -102,6 +103,7 @@ async def _named_content(request: Request) -> tuple[str, bytes]:
 
 
 @router.post("/knowledge", status_code=201, openapi_extra=_UPLOAD_BODY)
+@large_body
 async def upload_document(
     request: Request, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[KnowledgeDocumentOut]:
