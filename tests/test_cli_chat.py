@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+import resource
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from cli_kit import PROMPT, Cli, quit_chat
+from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, quit_chat
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import AssistantMessage, MessageStatus
 
@@ -128,3 +131,55 @@ def test_the_answer_is_rendered_as_markdown_and_tools_show_their_result(cli: Cli
     assert re.search(r'✓ get_current_time \{"timezone":"UTC"\} · \d+ ms → \{"datetime"', shown)
     assert "It is late." in shown  # rendered, not raw Markdown
     assert "• one" in shown
+
+
+def test_a_read_only_database_is_said_once_though_closing_fails_the_same_way(cli: Cli) -> None:
+    cli.write_config([{"text": "first"}, {"text": "second"}])
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    [session_id] = cli.session_ids()
+    read_only = f"sqlite+aiosqlite:///file:{cli.root / 'youyou.db'}?mode=ro&uri=true"
+    cli.config.write_text(cli.config.read_text().replace(cli.db_url, read_only))
+
+    result = cli.run("chat", "-r", session_id, "-m", "second question")
+
+    assert result.returncode == 1
+    [line] = [line for line in result.stderr.splitlines() if "✗" in line]
+    assert line.startswith("✗ STORAGE_ERROR: ") and "readonly database" in line
+    assert (cli.data_dir / "youyou.log").read_text().count(f"closing session {session_id}") == 1
+
+
+def _limited(size: int) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def test_a_full_disk_is_said_once_though_closing_fails_the_same_way(cli: Cli) -> None:
+    """A full disk, honestly simulated: the process may not grow any file beyond a limit, so
+    SQLite's writes into its WAL fail part-way, as they do when the disk runs out of space.
+    Across limits the turn fails at different writes; each run says it in one line."""
+    cli.write_config([{"text": "first"}] * 20)
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    pristine = (cli.root / "youyou.db").read_bytes()
+    failed_runs = 0
+    for size in range(36 * 1024, 68 * 1024, 4 * 1024):
+        for name in ("youyou.db-wal", "youyou.db-shm", "youyou.db"):
+            (cli.root / name).unlink(missing_ok=True)
+        (cli.root / "youyou.db").write_bytes(pristine)
+        result = subprocess.run(
+            [*COMMAND, "chat", "-m", "next question"],
+            capture_output=True,
+            text=True,
+            env=cli.env(),
+            cwd=cli.root,
+            timeout=TIMEOUT_S,
+            preexec_fn=_limited(size),
+            check=False,
+        )
+        errors = [line for line in result.stderr.splitlines() if "✗" in line]
+        assert len(errors) == result.returncode, (size, result.stderr)
+        failed_runs += result.returncode
+        if errors:
+            assert errors[0].startswith("✗ STORAGE_ERROR: ") and "disk" in errors[0]
+    assert failed_runs >= 4

@@ -3,6 +3,7 @@ memory extraction of the closing session never holds the exit hostage to a dead 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -161,3 +162,39 @@ def test_ctrl_c_or_sigterm_stops_the_memory_extraction_at_once(
     assert out == "restart the pods\n"
     assert "long-term memories were not saved (stopped)" in plain(err)
     assert _answers(cli) == [("restart the pods", MessageStatus.COMPLETE)]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_reading_an_attachment_from_a_pipe_that_never_closes(
+    cli: Cli, signum: signal.Signals, code: int
+) -> None:
+    cli.write_config([{"text": "never asked"}])
+    read_end, write_end = os.pipe()  # the test keeps the write end open: no end of file
+    try:
+        chat = subprocess.Popen(
+            [*COMMAND, "chat", "-m", "read this", "-a", f"/dev/fd/{read_end}"],
+            env=cli.env(),
+            cwd=str(cli.root),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            pass_fds=(read_end,),
+        )
+        try:
+            time.sleep(2)  # started, and reading the pipe
+            assert chat.poll() is None
+            sent = time.monotonic()
+            chat.send_signal(signum)
+            _, err = chat.communicate(timeout=TIMEOUT_S)
+            took = time.monotonic() - sent
+        finally:
+            if chat.poll() is None:
+                chat.kill()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert chat.returncode == code, err
+    assert took < 5
+    assert f"✗ REQUEST_CANCELLED: reading /dev/fd/{read_end} was stopped" in plain(err)
+    assert "session" not in err and "Traceback" not in err
+    assert cli.session_ids() == []

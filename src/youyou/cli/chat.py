@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
@@ -21,8 +22,10 @@ from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, Te
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
+from youyou.ports.tool import ToolHandler
 
 RESUME_TRANSCRIPT_EVENTS = 40
+logger = logging.getLogger(__name__)
 
 
 class Chat:
@@ -47,6 +50,9 @@ class Chat:
         self.close_timeout_s = close_timeout_s
         # The last turn failed in the provider: a memory extraction would wait on it again.
         self.provider_failed = False
+        # A storage failure was shown: closing meets the same cause and says it only once.
+        self.storage_failed = False
+        self._told_failures: dict[str, str] = {}
 
     @property
     def model_id(self) -> str:
@@ -68,6 +74,7 @@ class Chat:
         )
 
     def show_error(self, error: AgentError) -> None:
+        self.storage_failed |= error.code is ErrorCode.STORAGE_ERROR
         self.console.print(agent_error_text(error))
 
     async def send(self, text: str) -> TurnOutcome | None:
@@ -91,11 +98,28 @@ class Chat:
         async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
             if await self.writer.moved_on(self.session):
                 await self.reload()
-            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.app.tools)
-        self.provider_failed = (
-            outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
-        )
+            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.tools)
+        failed = outcome.error.code if outcome.error is not None else None
+        self.provider_failed = failed is ErrorCode.PROVIDER_ERROR
+        self.storage_failed |= failed is ErrorCode.STORAGE_ERROR  # shown by the turn's view
         return outcome
+
+    async def tools(self) -> tuple[ToolHandler, ...]:
+        """The tools offered per send; an MCP server that did not start is said once (and
+        again when its reason changes): which one, how it is started and why."""
+        tools = await self.app.tools()
+        for server_id, why in self.app.mcp.failures.items():
+            if self._told_failures.get(server_id) != why:
+                self._told_failures[server_id] = why
+                self.console.print(Text(f"{why}; its tools are left out", style="yellow"))
+        return tools
+
+    async def start_tools(self) -> None:
+        """Start the MCP servers now (for the start-up of an interactive chat), not on the
+        first message; only for a model with tool use, the only one they are offered to."""
+        if self.app.mcp and ProviderCapability.TOOL_USE in self.session.model.capabilities:
+            with self.console.status("starting the MCP servers…"):
+                await self.tools()
 
     async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
         """A compaction or mode switch, under the same rule as a turn."""
@@ -121,8 +145,9 @@ class Chat:
         with on_interrupt(refuse), self.console.status(note):
             await action()
 
-    async def close_session(self) -> None:
+    async def close_session(self) -> bool:
         """Close (extracting long-term memories); a session with no message is not kept.
+        Returns whether it is kept.
 
         Extraction is skipped when the provider has just failed or SIGTERM asked to end, and
         bounded by ``close_timeout_s`` otherwise; Ctrl+C or SIGTERM stops it at once. What it
@@ -130,7 +155,7 @@ class Chat:
         """
         session = self.session
         if session.is_closed:
-            return
+            return session.summary is not None and session.summary.message_count > 0
         extract = (
             self.app.memory_storage is not None
             and not self.provider_failed
@@ -148,14 +173,19 @@ class Chat:
                         await self._close_extracting(session)
                     else:
                         await session.close(extract_memories=False)
-            except AgentError as error:  # another process writes it: leave the ledger alone
-                if error.code is not ErrorCode.SESSION_BUSY:
+            except AgentError as error:
+                if error.code is ErrorCode.STORAGE_ERROR and self.storage_failed:
+                    # The database failed the turn the same way (read-only, full): one line.
+                    logger.warning("closing session %s: %s", session.session_id, error.message)
+                elif error.code is not ErrorCode.SESSION_BUSY:  # busy: another process writes
                     raise
                 await session.close(extract_memories=False)
         summary = session.summary
         if summary is None or summary.message_count == 0:
             with suppress(AgentError):  # nothing was stored for it
                 await self.app.session_storage.delete_session(session.session_id)
+            return False
+        return True
 
     async def _close_extracting(self, session: SessionHandle) -> None:
         closing = asyncio.ensure_future(session.close())

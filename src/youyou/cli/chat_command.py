@@ -14,10 +14,16 @@ from rich.text import Text
 from youyou.adapters.settings import Settings, load_settings
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, build_agent_from_settings
-from youyou.cli.attachments import load_attachment
+from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
-from youyou.cli.render import JsonTurnView, PlainTurnView, RichTurnView, TurnView
+from youyou.cli.render import (
+    JsonTurnView,
+    PlainTurnView,
+    RichTurnView,
+    TurnView,
+    agent_error_text,
+)
 from youyou.cli.runtime import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -80,6 +86,16 @@ async def run_chat(options: ChatOptions) -> int:
         message = _read_stdin()
     interrupts = Interrupts()
     with interrupts.installed():
+        try:  # before the session opens: a file that cannot be sent leaves nothing stored
+            attachments = [
+                await interrupts.stoppable(read_attachment(str(p)), f"reading {p}")
+                for p in options.attach
+            ]
+        except AgentError as error:
+            err_console.print(agent_error_text(error))
+            if error.code is not ErrorCode.REQUEST_CANCELLED:
+                return EXIT_FAILED
+            return EXIT_TERMINATED if interrupts.terminated else EXIT_INTERRUPTED
         async with opened_app(settings, options.skills_dir) as app:
             session = await _open_session(app, options)
             if is_offline_model(settings, session.config.pinned.model_id):
@@ -92,7 +108,7 @@ async def run_chat(options: ChatOptions) -> int:
                 close_timeout_s=settings.memory.close_timeout_s,
             )
             if message is not None:
-                code = await _one_shot(chat, message, options)
+                code = await _one_shot(chat, [TextBlock(text=message), *attachments], options)
             else:
                 code = await _interactive(chat, resumed=options.resume is not None)
     return EXIT_TERMINATED if interrupts.terminated else code
@@ -120,9 +136,9 @@ async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
     return await app.agent.new_session(SessionConfig(model_id=options.model))
 
 
-async def _one_shot(chat: Chat, message: str, options: ChatOptions) -> int:
+async def _one_shot(chat: Chat, blocks: list[ContentBlock], options: ChatOptions) -> int:
     """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error (and 143
-    after SIGTERM, set by the caller)."""
+    after SIGTERM, set by the caller). The session id is printed when the session is kept."""
     view: TurnView
     if options.json:
         view = JsonTurnView()
@@ -131,17 +147,13 @@ async def _one_shot(chat: Chat, message: str, options: ChatOptions) -> int:
     else:
         view = PlainTurnView()
     try:
-        blocks: list[ContentBlock] = [
-            TextBlock(text=message),
-            *(load_attachment(str(p)) for p in options.attach),
-        ]
         outcome = await chat.run(blocks, view)
     except AgentError as error:
         chat.show_error(error)
         return EXIT_FAILED
     finally:
-        await chat.close_session()
-    if not options.json:
+        kept = await chat.close_session()
+    if kept and not options.json:
         err_console.print(Text(f"session {chat.session.session_id}", style="dim"))
     return _EXIT_CODES.get(outcome.status, EXIT_FAILED)
 
@@ -153,6 +165,7 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
 
     console, app = chat.console, chat.app
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
+    await chat.start_tools()
     if resumed:
         await chat.show_history()
     prompt = build_prompt(

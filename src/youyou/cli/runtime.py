@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import platformdirs
 from rich.console import Console
@@ -19,7 +19,7 @@ from youyou.adapters.settings import Settings
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
 from youyou.cli.render import TurnView, agent_error_text
-from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.tool import ToolHandler
@@ -30,6 +30,7 @@ EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: cancelled with Ctrl+C
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what shells report for a process SIGTERM ended
 LOG_FILE = "youyou.log"
+T = TypeVar("T")
 
 # soft_wrap: an error stays one line in a log or CI output; a terminal wraps it by itself.
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -167,6 +168,23 @@ class Interrupts:
         """Ctrl+C and SIGTERM call ``callback`` while the block runs."""
         with self.on_terminate(callback), on_interrupt(callback):
             yield
+
+    async def stoppable(self, work: Awaitable[T], what: str) -> T:
+        """``work``, which Ctrl+C or SIGTERM stops at once: then REQUEST_CANCELLED naming
+        ``what`` ("reading /dev/stdin")."""
+        task = asyncio.ensure_future(work)
+        try:
+            with self.routed(task.cancel):
+                if self.terminated:
+                    task.cancel()
+                await asyncio.wait({task})
+        finally:
+            task.cancel()  # only when this caller was cancelled itself
+        if task.cancelled():
+            raise AgentError(
+                ErrorCode.REQUEST_CANCELLED, f"{what} was stopped", source=ErrorSource.AGENT
+            )
+        return task.result()
 
 
 async def run_turn(
