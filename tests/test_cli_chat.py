@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -183,3 +184,61 @@ def test_a_full_disk_is_said_once_though_closing_fails_the_same_way(cli: Cli) ->
         if errors:
             assert errors[0].startswith("✗ STORAGE_ERROR: ") and "disk" in errors[0]
     assert failed_runs >= 4
+
+
+def _hold_write_lock(database: Path) -> subprocess.Popen[str]:
+    """Another process holding SQLite's write lock until it is killed."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('BEGIN IMMEDIATE')\n"
+            "print('held', flush=True)\n"
+            "time.sleep(600)\n",
+            str(database),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+WAITING = "waiting for the database… (another process holds its write lock)"
+
+
+@pytest.mark.parametrize("released", [True, False])
+def test_a_write_lock_held_by_another_process_is_waited_for_visibly(
+    cli: Cli, released: bool
+) -> None:
+    cli.write_config([{"text": "first"}])
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    [session_id] = cli.session_ids()
+    cli.write_config([{"text": "second"}])
+    holder = _hold_write_lock(cli.root / "youyou.db")
+    try:
+        chat = subprocess.Popen(
+            [*COMMAND, "chat", "-r", session_id, "-m", "second question"],
+            env=cli.env(),
+            cwd=cli.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert chat.stderr is not None
+        assert chat.stderr.readline() == WAITING + "\n"
+        if released:  # within the busy timeout: the chat goes on
+            holder.kill()
+        out, err = chat.communicate(timeout=TIMEOUT_S)
+    finally:
+        holder.kill()
+        holder.wait()
+    if released:
+        assert (chat.returncode, out) == (0, "second\n"), err
+    else:
+        assert chat.returncode == 1
+        [error] = [line for line in err.splitlines() if "✗" in line]
+        assert error.startswith("✗ STORAGE_ERROR: ")
+        assert "another process holds the database's write lock" in error

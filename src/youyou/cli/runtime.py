@@ -16,6 +16,7 @@ import platformdirs
 from rich.console import Console
 
 from youyou.adapters.settings import Settings
+from youyou.adapters.storage.engine import LOCK_WAIT_NOTICE
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
 from youyou.cli.render import TurnView, agent_error_text
@@ -216,8 +217,18 @@ async def run_turn(
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:
-    """Run an async command; a kernel error ends it with its code, never with a traceback."""
+    """Run an async command; a kernel error ends it with its code, never with a traceback.
+    A SQLite write that waits for another process's write lock says so on stderr."""
+    LOCK_WAIT_NOTICE.set(_waiting_for_the_database)
     return guarded(lambda: asyncio.run(main))
+
+
+def _waiting_for_the_database() -> None:
+    err_console.print(
+        "waiting for the database… (another process holds its write lock)",
+        style="dim",
+        markup=False,
+    )
 
 
 def guarded(command: Callable[[], int]) -> int:
