@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pexpect
@@ -16,6 +17,7 @@ import pytest
 from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain
 from fakes.http_server import Delay, StreamReply
 from fakes.openai_server import FakeOpenAIServer, text_reply
+from youyou.cli.pending_memories import PENDING_DIR
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import AssistantMessage, MessageStatus, UserMessage
 
@@ -139,9 +141,25 @@ def test_memory_extraction_on_close_has_a_deadline(cli: Cli, hung_model: FakeOpe
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "restart the pods\n"
-    assert "long-term memories were not saved (it took longer than 1 s)" in plain(result.stderr)
+    assert "not saved" not in plain(result.stderr)  # handed to the next start, not lost
+    [session_id] = cli.session_ids()
+    assert (cli.data_dir / PENDING_DIR / session_id).exists()
     assert len(hung_model.requests) == 2
     assert hung_model.requests[1].disconnected.wait(5)  # the extraction request was dropped
+
+
+def test_an_extraction_that_cannot_be_handed_on_says_it_was_not_saved(
+    cli: Cli, hung_model: FakeOpenAIServer
+) -> None:
+    hung_model.enqueue(text_reply("restart the pods"))
+    _use_fake(cli, hung_model, memory="close_timeout_s = 1")
+    cli.data_dir.mkdir(parents=True)
+    (cli.data_dir / PENDING_DIR).write_text("a file where the markers' directory belongs")
+
+    result = cli.run("chat", "-m", "why is checkout down?")
+
+    assert result.returncode == 0, result.stderr
+    assert "long-term memories were not saved (it took longer than 1 s)" in plain(result.stderr)
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 0), (signal.SIGTERM, 143)])
@@ -164,6 +182,16 @@ def test_ctrl_c_or_sigterm_stops_the_memory_extraction_at_once(
     assert _answers(cli) == [("restart the pods", MessageStatus.COMPLETE)]
 
 
+def _opened_twice(pid: int, inherited: int) -> bool:
+    """Whether process ``pid`` opened the pipe it inherited as ``inherited`` once more."""
+    pipe = os.readlink(f"/proc/self/fd/{inherited}")
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with suppress(OSError):
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links.count(pipe) >= 2
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_stops_reading_an_attachment_from_a_pipe_that_never_closes(
     cli: Cli, signum: signal.Signals, code: int
@@ -181,8 +209,7 @@ def test_ctrl_c_or_sigterm_stops_reading_an_attachment_from_a_pipe_that_never_cl
             pass_fds=(read_end,),
         )
         try:
-            time.sleep(2)  # started, and reading the pipe
-            assert chat.poll() is None
+            _wait_for(lambda: _opened_twice(chat.pid, read_end), chat)  # reading the pipe now
             sent = time.monotonic()
             chat.send_signal(signum)
             _, err = chat.communicate(timeout=TIMEOUT_S)

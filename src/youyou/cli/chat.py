@@ -13,6 +13,7 @@ from rich.text import Text
 from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
+from youyou.cli.pending_memories import PendingExtractions, extract_pending
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
 from youyou.cli.runtime import Interrupts, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
@@ -37,8 +38,10 @@ class Chat:
         *,
         interrupts: Interrupts,
         close_timeout_s: float,
+        pending: PendingExtractions | None = None,
     ) -> None:
-        """``close_timeout_s``: how long closing a session waits for its memory extraction."""
+        """``close_timeout_s``: how long closing a session waits for its memory extraction;
+        ``pending``: where an extraction that takes longer is handed to the next start."""
         self.app = app
         self.console = console
         self.session = session
@@ -48,6 +51,8 @@ class Chat:
         self.writer = SessionWriter(app.session_storage)
         self.interrupts = interrupts
         self.close_timeout_s = close_timeout_s
+        self.pending = pending
+        self._catching_up: asyncio.Future[None] | None = None
         # The last turn failed in the provider: a memory extraction would wait on it again.
         self.provider_failed = False
         # A storage failure was shown: closing meets the same cause and says it only once.
@@ -188,6 +193,8 @@ class Chat:
         return True
 
     async def _close_extracting(self, session: SessionHandle) -> None:
+        """Close with extraction, bounded by ``close_timeout_s``: what does not finish in time
+        is handed to the next start (see ``pending_memories``), said only if that fails."""
         closing = asyncio.ensure_future(session.close())
         with self.interrupts.routed(closing.cancel):
             await asyncio.wait({closing}, timeout=self.close_timeout_s)
@@ -196,11 +203,39 @@ class Chat:
             why = f"it took longer than {self.close_timeout_s:g} s"
             closing.cancel()
             await asyncio.wait({closing})
+            if self.pending is not None and self.pending.add(session.session_id):
+                return  # closed by the cancel; the next start extracts it
         if not closing.cancelled():
             closing.result()  # a plugin's veto or a storage failure
+            if self.pending is not None:
+                self.pending.remove(session.session_id)
             return
         self.console.print(Text(f"long-term memories were not saved ({why})", style="yellow"))
         await session.close(extract_memories=False)
+
+    def catch_up(self) -> None:
+        """Start extracting, in the background, the sessions earlier chats handed on."""
+        if self.pending is not None and self.app.memory_storage is not None:
+            self._catching_up = asyncio.ensure_future(
+                extract_pending(self.app, self.writer, self.pending, self.session.session_id)
+            )
+
+    async def finish_catch_up(self) -> None:
+        """Wait for the background extraction as long as a close waits for its own (Ctrl+C or
+        SIGTERM stops it at once); what it did not finish keeps its marker for next time."""
+        task, self._catching_up = self._catching_up, None
+        if task is None:
+            return
+        if not task.done() and not self.interrupts.terminated:
+            with (
+                self.interrupts.routed(task.cancel),
+                self.console.status("saving long-term memories of earlier sessions…"),
+            ):
+                await asyncio.wait({task}, timeout=self.close_timeout_s)
+        task.cancel()
+        await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("memory extraction of earlier sessions", exc_info=task.exception())
 
     async def replace_session(self, opener: Callable[[], Awaitable[SessionHandle]]) -> None:
         """Close the current session and open another; if that fails, start a fresh one."""

@@ -17,6 +17,7 @@ from youyou.bootstrap import BuiltApp, build_agent_from_settings
 from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
+from youyou.cli.pending_memories import PENDING_DIR, PendingExtractions
 from youyou.cli.render import (
     JsonTurnView,
     PlainTurnView,
@@ -106,11 +107,16 @@ async def run_chat(options: ChatOptions) -> int:
                 session,
                 interrupts=interrupts,
                 close_timeout_s=settings.memory.close_timeout_s,
+                pending=_pending_extractions(),
             )
-            if message is not None:
-                code = await _one_shot(chat, [TextBlock(text=message), *attachments], options)
-            else:
-                code = await _interactive(chat, resumed=options.resume is not None)
+            chat.catch_up()
+            try:
+                if message is not None:
+                    code = await _one_shot(chat, [TextBlock(text=message), *attachments], options)
+                else:
+                    code = await _interactive(chat, resumed=options.resume is not None)
+            finally:
+                await chat.finish_catch_up()
     return EXIT_TERMINATED if interrupts.terminated else code
 
 
@@ -189,6 +195,15 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
     await chat.close_session()
     console.print(Text("bye", style="dim"))
     return EXIT_OK
+
+
+def _pending_extractions() -> PendingExtractions | None:
+    """Where a memory extraction that outlasts its bound is handed on; None where the data
+    dir is unusable (the prompt history warns about it)."""
+    try:
+        return PendingExtractions(data_dir() / PENDING_DIR)
+    except OSError:
+        return None
 
 
 def _history_file() -> Path | None:
