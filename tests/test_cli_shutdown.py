@@ -208,15 +208,7 @@ def test_ctrl_c_or_sigterm_stops_reading_an_attachment_from_a_pipe_that_never_cl
             text=True,
             pass_fds=(read_end,),
         )
-        try:
-            _wait_for(lambda: _opened_twice(chat.pid, read_end), chat)  # reading the pipe now
-            sent = time.monotonic()
-            chat.send_signal(signum)
-            _, err = chat.communicate(timeout=TIMEOUT_S)
-            took = time.monotonic() - sent
-        finally:
-            if chat.poll() is None:
-                chat.kill()
+        _, err, took = _signal_when(chat, lambda: _opened_twice(chat.pid, read_end), signum)
     finally:
         os.close(read_end)
         os.close(write_end)
@@ -225,3 +217,42 @@ def test_ctrl_c_or_sigterm_stops_reading_an_attachment_from_a_pipe_that_never_cl
     assert f"✗ REQUEST_CANCELLED: reading /dev/fd/{read_end} was stopped" in plain(err)
     assert "session" not in err and "Traceback" not in err
     assert cli.session_ids() == []
+
+
+def test_sigterm_stops_reading_the_message_from_a_stdin_that_never_closes(cli: Cli) -> None:
+    cli.write_config([{"text": "never asked"}])
+    read_end, write_end = os.pipe()
+    try:
+        chat = subprocess.Popen(
+            [*COMMAND, "chat", "-m", "-"],
+            env=cli.env(),
+            cwd=str(cli.root),
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        reading = lambda: len(os.listdir(f"/proc/{chat.pid}/task")) > 1  # noqa: E731
+        _, err, took = _signal_when(chat, reading, signal.SIGTERM)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert chat.returncode == 143, err
+    assert took < 5
+    assert "✗ REQUEST_CANCELLED: reading the message from stdin was stopped" in plain(err)
+    assert cli.session_ids() == []
+
+
+def _signal_when(
+    chat: subprocess.Popen[str], ready: Callable[[], bool], signum: signal.Signals
+) -> tuple[str, str, float]:
+    """Send ``signum`` once ``ready()``; stdout, stderr and the seconds the exit took."""
+    try:
+        _wait_for(ready, chat)
+        sent = time.monotonic()
+        chat.send_signal(signum)
+        out, err = chat.communicate(timeout=TIMEOUT_S)
+        return out, err, time.monotonic() - sent
+    finally:
+        if chat.poll() is None:
+            chat.kill()

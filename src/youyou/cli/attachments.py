@@ -8,13 +8,11 @@ holding its UTF-8 text.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import mimetypes
-import threading
-from contextlib import suppress
 from pathlib import Path
 
+from youyou.cli.runtime import in_daemon_thread
 from youyou.domain.content import (
     MAX_IMAGE_BYTES,
     FileContentBlock,
@@ -57,35 +55,9 @@ def load_attachment(path_text: str) -> ImageBlock | FileContentBlock:
 
 
 async def read_attachment(path_text: str) -> ImageBlock | FileContentBlock:
-    """``load_attachment`` off the event loop, so Ctrl+C and SIGTERM still work meanwhile.
-
-    A pipe or FIFO that never closes blocks its reader for good, and neither a thread nor a
-    read can be interrupted: the read runs on a daemon thread of its own, which a cancelled
-    caller leaves behind (it ends with the pipe, or with the process) instead of joining it at
-    exit as the loop's default executor would.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[ImageBlock | FileContentBlock] = loop.create_future()
-
-    def settle(outcome: ImageBlock | FileContentBlock | Exception) -> None:
-        if done.done():  # the caller was cancelled meanwhile
-            return
-        if isinstance(outcome, Exception):
-            done.set_exception(outcome)
-        else:
-            done.set_result(outcome)
-
-    def read() -> None:
-        outcome: ImageBlock | FileContentBlock | Exception
-        try:
-            outcome = load_attachment(path_text)
-        except Exception as error:  # raised in the caller's task
-            outcome = error
-        with suppress(RuntimeError):  # the loop is closed: no one waits any more
-            loop.call_soon_threadsafe(settle, outcome)
-
-    threading.Thread(target=read, name="youyou-attachment", daemon=True).start()
-    return await done
+    """``load_attachment`` off the event loop, so Ctrl+C and SIGTERM still work meanwhile
+    (a pipe or FIFO that never closes blocks its reader for good)."""
+    return await in_daemon_thread(lambda: load_attachment(path_text))
 
 
 def _read_bounded(path: Path, guessed: str | None) -> tuple[bytes, str | None]:

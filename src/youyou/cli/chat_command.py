@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +35,7 @@ from youyou.cli.runtime import (
     Interrupts,
     data_dir,
     err_console,
+    in_daemon_thread,
     is_offline_model,
     warn,
 )
@@ -83,11 +85,13 @@ async def run_chat(options: ChatOptions) -> int:
         )
     settings = load_settings(options.config)
     message = options.message
-    if message == "-" or (message is None and not sys.stdin.isatty()):
-        message = _read_stdin()
     interrupts = Interrupts()
     with interrupts.installed():
-        try:  # before the session opens: a file that cannot be sent leaves nothing stored
+        try:  # before the session opens: input that cannot be sent leaves nothing stored
+            if message == "-" or (message is None and not sys.stdin.isatty()):
+                message = await interrupts.stoppable(
+                    in_daemon_thread(_read_stdin), "reading the message from stdin"
+                )
             attachments = [
                 await interrupts.stoppable(read_attachment(str(p)), f"reading {p}")
                 for p in options.attach
@@ -121,8 +125,16 @@ async def run_chat(options: ChatOptions) -> int:
 
 
 def _read_stdin() -> str:
-    """The piped message, which must be UTF-8 text (the kernel refuses what is not)."""
-    data = sys.stdin.buffer.read()
+    """The piped message, which must be UTF-8 text (the kernel refuses what is not).
+
+    Read from the file descriptor, not through ``sys.stdin``: a read left blocked on its
+    daemon thread (a pipe never closed) must not hold the lock of the buffer the interpreter
+    closes at exit."""
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    data = b"".join(chunks)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

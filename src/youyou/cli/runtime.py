@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -186,6 +188,25 @@ class Interrupts:
                 ErrorCode.REQUEST_CANCELLED, f"{what} was stopped", source=ErrorSource.AGENT
             )
         return task.result()
+
+
+async def in_daemon_thread(work: Callable[[], T]) -> T:
+    """``work()`` on a daemon thread of its own, for a blocking read that may never end (a
+    pipe that is never closed): neither a thread nor a read can be interrupted, so a cancelled
+    caller leaves the thread behind (it ends with the read, or with the process) instead of
+    joining it at exit as the loop's default executor would."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except Exception as exc:  # raised in the caller's task
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="youyou-read", daemon=True).start()
+    return await asyncio.wrap_future(future)
 
 
 async def run_turn(
