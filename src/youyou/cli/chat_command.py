@@ -113,7 +113,6 @@ async def run_chat(options: ChatOptions) -> int:
                 close_timeout_s=settings.memory.close_timeout_s,
                 pending=_pending_extractions(),
             )
-            chat.catch_up()
             try:
                 if message is not None:
                     code = await _one_shot(chat, [TextBlock(text=message), *attachments], options)
@@ -170,6 +169,7 @@ async def _one_shot(chat: Chat, blocks: list[ContentBlock], options: ChatOptions
         chat.show_error(error)
         return EXIT_FAILED
     finally:
+        chat.catch_up()  # after the answer: a local model answers one request at a time
         kept = await chat.close_session()
     if kept and not options.json:
         err_console.print(Text(f"session {chat.session.session_id}", style="dim"))
@@ -183,6 +183,7 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
 
     console, app = chat.console, chat.app
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
+    chat.catch_up()  # while the user types
     await chat.start_tools()
     if resumed:
         await chat.show_history()
