@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+import resource
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from cli_kit import PROMPT, Cli, loose, quit_chat
+from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, loose, quit_chat
 from fakes.http_server import Silence
 from fakes.openai_server import FakeOpenAIServer
 from youyou.domain.content import TextBlock
@@ -154,3 +158,113 @@ def test_the_answer_is_rendered_as_markdown_and_tools_show_their_result(cli: Cli
     assert re.search(r'✓ get_current_time \{"timezone":"UTC"\} · \d+ ms → \{"datetime"', shown)
     assert "It is late." in shown  # rendered, not raw Markdown
     assert "• one" in shown
+
+
+def test_a_read_only_database_is_said_once_though_closing_fails_the_same_way(cli: Cli) -> None:
+    cli.write_config([{"text": "first"}, {"text": "second"}])
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    [session_id] = cli.session_ids()
+    read_only = f"sqlite+aiosqlite:///file:{cli.root / 'youyou.db'}?mode=ro&uri=true"
+    cli.config.write_text(cli.config.read_text().replace(cli.db_url, read_only))
+
+    result = cli.run("chat", "-r", session_id, "-m", "second question")
+
+    assert result.returncode == 1
+    [line] = [line for line in result.stderr.splitlines() if "✗" in line]
+    assert line.startswith("✗ STORAGE_ERROR: ") and "readonly database" in line
+    assert (cli.data_dir / "youyou.log").read_text().count(f"closing session {session_id}") == 1
+
+
+def _limited(size: int) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def test_a_full_disk_is_said_once_though_closing_fails_the_same_way(cli: Cli) -> None:
+    """A full disk, honestly simulated: the process may not grow any file beyond a limit, so
+    SQLite's writes into its WAL fail part-way, as they do when the disk runs out of space.
+    Across limits the turn fails at different writes; each run says it in one line."""
+    cli.write_config([{"text": "first"}] * 20)
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    pristine = (cli.root / "youyou.db").read_bytes()
+    failed_runs = 0
+    for size in range(36 * 1024, 68 * 1024, 4 * 1024):
+        for name in ("youyou.db-wal", "youyou.db-shm", "youyou.db"):
+            (cli.root / name).unlink(missing_ok=True)
+        (cli.root / "youyou.db").write_bytes(pristine)
+        result = subprocess.run(
+            [*COMMAND, "chat", "-m", "next question"],
+            capture_output=True,
+            text=True,
+            env=cli.env(),
+            cwd=cli.root,
+            timeout=TIMEOUT_S,
+            preexec_fn=_limited(size),
+            check=False,
+        )
+        errors = [line for line in result.stderr.splitlines() if "✗" in line]
+        assert len(errors) == result.returncode, (size, result.stderr)
+        failed_runs += result.returncode
+        if errors:
+            assert errors[0].startswith("✗ STORAGE_ERROR: ") and "disk" in errors[0]
+    assert failed_runs >= 4
+
+
+def _hold_write_lock(database: Path) -> subprocess.Popen[str]:
+    """Another process holding SQLite's write lock until it is killed."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('BEGIN IMMEDIATE')\n"
+            "print('held', flush=True)\n"
+            "time.sleep(600)\n",
+            str(database),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+WAITING = "waiting for the database… (another process holds its write lock)"
+
+
+@pytest.mark.parametrize("released", [True, False])
+def test_a_write_lock_held_by_another_process_is_waited_for_visibly(
+    cli: Cli, released: bool
+) -> None:
+    cli.write_config([{"text": "first"}])
+    assert cli.run("chat", "-m", "first question").returncode == 0
+    [session_id] = cli.session_ids()
+    cli.write_config([{"text": "second"}])
+    holder = _hold_write_lock(cli.root / "youyou.db")
+    try:
+        chat = subprocess.Popen(
+            [*COMMAND, "chat", "-r", session_id, "-m", "second question"],
+            env=cli.env(),
+            cwd=cli.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert chat.stderr is not None
+        assert chat.stderr.readline() == WAITING + "\n"
+        if released:  # within the busy timeout: the chat goes on
+            holder.kill()
+        out, err = chat.communicate(timeout=TIMEOUT_S)
+    finally:
+        holder.kill()
+        holder.wait()
+    if released:
+        assert (chat.returncode, out) == (0, "second\n"), err
+    else:
+        assert chat.returncode == 1
+        [error] = [line for line in err.splitlines() if "✗" in line]
+        assert error.startswith("✗ STORAGE_ERROR: ")
+        assert "another process holds the database's write lock" in error

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -182,6 +184,24 @@ def test_attach_sends_text_and_images_with_the_next_message_and_refuses_bad_ones
     assert isinstance(file_block, FileContentBlock) and file_block.text == "pod crashlooping\n"
     assert isinstance(image, ImageBlock) and image.mime_type == "image/png"
     assert base64.b64decode(image.data_base64) == PNG
+
+
+def test_ctrl_c_stops_attaching_a_pipe_no_one_writes_and_the_chat_goes_on(
+    cli: Cli, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "never-written"
+    os.mkfifo(fifo)  # opening it for reading waits for a writer that never comes
+    cli.write_config([{"text": "still here"}])
+    child = cli.spawn()
+    child.sendline(f"/attach {fifo}")
+    time.sleep(1)
+    child.sendintr()
+    child.expect(PROMPT)
+    assert f"✗ REQUEST_CANCELLED: reading {fifo} was stopped" in screen(child).replace("\n", "")
+    child.sendline("are you there?")
+    child.expect("still here")
+    child.expect(PROMPT)
+    quit_chat(child)
 
 
 def test_skills_lists_and_completes_skill_names(cli: Cli, tmp_path: Path) -> None:

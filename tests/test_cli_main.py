@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_kit import Cli
+from cli_kit import COMMAND, Cli
 from youyou.adapters.storage.tables import VERSION_TABLE
 
 
@@ -133,3 +133,35 @@ def test_a_database_from_a_newer_youyou_is_one_clear_error_and_stays_unchanged(
 def _dump(path: Path) -> str:
     with sqlite3.connect(path) as db:
         return "\n".join(db.iterdump())
+
+
+CONFIG_COMMANDS = (
+    ("chat", "-m", "hi"),
+    ("serve",),
+    ("sessions", "list"),
+    ("sessions", "show", "abc"),
+    ("sessions", "delete", "abc"),
+    ("db", "upgrade"),
+    ("mcp", "list"),
+    ("kb", "index"),
+    ("kb", "search", "disk"),
+)
+
+
+@pytest.mark.parametrize("command", CONFIG_COMMANDS, ids=" ".join)
+def test_config_option_reports_an_unusable_path_as_youyou_config_does(
+    cli: Cli, command: tuple[str, ...]
+) -> None:
+    """``-c DIRECTORY`` is the same INVALID_CONFIG line and exit 2 as ``YOUYOU_CONFIG``, not a
+    usage error of the option parser."""
+    directory = cli.root / "conf.d"
+    directory.mkdir()
+    by_option = cli.run(*command, "-c", str(directory), with_config=False)
+    env = {**cli.env(with_config=False), "YOUYOU_CONFIG": str(directory)}
+    by_env = subprocess.run(
+        [*COMMAND, *command], capture_output=True, text=True, env=env, cwd=cli.root, check=False
+    )
+    assert by_option.stderr.startswith("✗ INVALID_CONFIG: ")
+    assert str(directory) in by_option.stderr
+    assert (by_option.returncode, by_option.stderr) == (2, by_env.stderr)
+    assert by_env.returncode == 2

@@ -147,7 +147,7 @@ def test_plain_view_streams_the_answer_on_stdout_and_notes_on_stderr() -> None:
         view.handle(event)
     view.close()
     assert out.getvalue() == "part one, \npart two\n"
-    assert err.getvalue() == "[tool t ok 3 ms] ok\nerror PROVIDER_ERROR: boom\n"
+    assert err.getvalue() == "[tool t ok 3 ms] ok\n✗ PROVIDER_ERROR: boom\n"
 
 
 def test_plain_view_notes_each_wait_for_the_model_on_stderr() -> None:

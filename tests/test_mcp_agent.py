@@ -8,7 +8,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from cli_kit import Cli
+from cli_kit import Cli, plain, quit_chat
 from kernel_kit import build_agent, text
 from mcp_kit import MARKER_VARIABLE, stdio_settings, wait_for_file
 from youyou import AgentConfig, ScriptedResponse, TurnOptions
@@ -112,10 +112,29 @@ def test_youyou_mcp_list_shows_servers_and_their_tools(tmp_path: Path) -> None:
     out = listed.stdout
     assert "time  stdio" in out and "starts; 2 tools" in out
     assert "time__get_current_time" in out and "read-only" in out
-    assert "broken  stdio  /no/such/server" in out and "does not start" in out
+    assert "broken  stdio  /no/such/server" in out
+    assert "MCP server 'broken' (command /no/such/server) did not start: FileNotFoundError" in out
 
     cli.write_config(extra=time_server_toml())
     assert cli.run("mcp", "list").returncode == 0
     cli.write_config()
     nothing = cli.run("mcp", "list")
     assert nothing.returncode == 0 and "no MCP servers configured" in nothing.stdout
+
+
+BROKEN_SERVER = "MCP server 'broken' (command /no/such/server) did not start: FileNotFoundError"
+
+
+def test_youyou_chat_says_which_mcp_server_did_not_start_and_why(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    broken = '\n[[mcp_servers]]\nid = "broken"\ncommand = "/no/such/server"\n'
+    cli.write_config([{"text": "answered without it"}], extra=broken)
+    result = cli.run("chat", "-m", "time in Tokyo?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answered without it\n"
+    assert " ".join(result.stderr.split()).count(BROKEN_SERVER) == 1
+    assert "its tools are left out" in result.stderr
+
+    child = cli.spawn()  # the interactive chat says it before the first prompt
+    assert BROKEN_SERVER in " ".join(plain(child.before or "").split())
+    quit_chat(child)

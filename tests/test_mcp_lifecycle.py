@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from mcp_kit import MARKER_VARIABLE, http_demo, stdio_settings
+from mcp_kit import DEMO, MARKER_VARIABLE, http_demo, stdio_settings
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import McpServerSettings
 from youyou.domain.cancel import CancellationToken
@@ -70,16 +71,32 @@ async def test_close_stops_the_server_process(tmp_path: Path) -> None:
 
 
 async def test_a_server_that_does_not_start_is_left_out_and_reported(tmp_path: Path) -> None:
+    """The report names the server, how it is started and the error itself (unwrapped from
+    the SDK's exception groups), never only "unhandled errors in a TaskGroup"."""
     broken = McpServerSettings(id="broken", command=str(tmp_path / "no-such-server"))
     unset = stdio_settings(id="unset")  # its env names a variable that is not set
-    async with McpToolbox([broken, unset, stdio_settings()], environ={}) as box:
+    exits = "import sys; sys.exit('GITHUB_TOKEN is not set')"
+    crashing = McpServerSettings(id="crashing", command=sys.executable, args=("-c", exits))
+    async with McpToolbox([broken, unset, stdio_settings(), crashing], environ={}) as box:
         assert {t.descriptor.name.split("__")[0] for t in await box.tools()} == set()
+        failures = dict(box.failures)
         reports = {r.server_id: r for r in await box.reports()}
-    assert reports["broken"].error is not None
-    assert "MCP server 'broken' did not start (FileNotFoundError" in reports["broken"].error
+    assert set(failures) == {"broken", "unset", "demo", "crashing"}
+    assert reports["broken"].error == (
+        f"MCP server 'broken' (command {tmp_path / 'no-such-server'}) did not start: "
+        f"FileNotFoundError: [Errno 2] No such file or directory: "
+        f"'{tmp_path / 'no-such-server'}'"
+    )
     assert reports["unset"].error == (
+        f"MCP server 'unset' (command {sys.executable} {DEMO} stdio) did not start: "
         f"mcp_servers[1].env.DEMO_MARKER_DIR: environment variable {MARKER_VARIABLE} is not set"
     )
+    assert reports["crashing"].error == (
+        f"MCP server 'crashing' (command {sys.executable} -c {exits}) did not start: "
+        "it ended the connection before it was ready; "
+        "its stderr ends with: GITHUB_TOKEN is not set"
+    )
+    assert failures["crashing"] == reports["crashing"].error
 
 
 async def test_http_headers_come_from_named_variables(tmp_path: Path) -> None:

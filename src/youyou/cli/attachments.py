@@ -12,6 +12,7 @@ import base64
 import mimetypes
 from pathlib import Path
 
+from youyou.cli.runtime import in_daemon_thread
 from youyou.domain.content import (
     MAX_IMAGE_BYTES,
     FileContentBlock,
@@ -51,6 +52,12 @@ def load_attachment(path_text: str) -> ImageBlock | FileContentBlock:
     except UnicodeDecodeError as exc:
         raise _invalid(f"{path} is neither UTF-8 text nor a PNG, JPEG, GIF or WebP image") from exc
     return FileContentBlock(file_name=path.name, media_type=guessed or "text/plain", text=text)
+
+
+async def read_attachment(path_text: str) -> ImageBlock | FileContentBlock:
+    """``load_attachment`` off the event loop, so Ctrl+C and SIGTERM still work meanwhile
+    (a pipe or FIFO that never closes blocks its reader for good)."""
+    return await in_daemon_thread(lambda: load_attachment(path_text))
 
 
 def _read_bounded(path: Path, guessed: str | None) -> tuple[bytes, str | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
@@ -12,6 +13,7 @@ from rich.text import Text
 from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
+from youyou.cli.pending_memories import PendingExtractions, extract_pending
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
 from youyou.cli.runtime import Interrupts, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
@@ -21,8 +23,10 @@ from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, Te
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
+from youyou.ports.tool import ToolHandler
 
 RESUME_TRANSCRIPT_EVENTS = 40
+logger = logging.getLogger(__name__)
 
 
 class Chat:
@@ -34,8 +38,10 @@ class Chat:
         *,
         interrupts: Interrupts,
         close_timeout_s: float,
+        pending: PendingExtractions | None = None,
     ) -> None:
-        """``close_timeout_s``: how long closing a session waits for its memory extraction."""
+        """``close_timeout_s``: how long closing a session waits for its memory extraction;
+        ``pending``: where an extraction that takes longer is handed to the next start."""
         self.app = app
         self.console = console
         self.session = session
@@ -45,8 +51,13 @@ class Chat:
         self.writer = SessionWriter(app.session_storage)
         self.interrupts = interrupts
         self.close_timeout_s = close_timeout_s
+        self.pending = pending
+        self._catching_up: asyncio.Future[None] | None = None
         # The last turn failed in the provider: a memory extraction would wait on it again.
         self.provider_failed = False
+        # A storage failure was shown: closing meets the same cause and says it only once.
+        self.storage_failed = False
+        self._told_failures: dict[str, str] = {}
 
     @property
     def model_id(self) -> str:
@@ -68,6 +79,7 @@ class Chat:
         )
 
     def show_error(self, error: AgentError) -> None:
+        self.storage_failed |= error.code is ErrorCode.STORAGE_ERROR
         self.console.print(agent_error_text(error))
 
     async def send(self, text: str) -> TurnOutcome | None:
@@ -91,11 +103,28 @@ class Chat:
         async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
             if await self.writer.moved_on(self.session):
                 await self.reload()
-            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.app.tools)
-        self.provider_failed = (
-            outcome.error is not None and outcome.error.code is ErrorCode.PROVIDER_ERROR
-        )
+            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.tools)
+        failed = outcome.error.code if outcome.error is not None else None
+        self.provider_failed = failed is ErrorCode.PROVIDER_ERROR
+        self.storage_failed |= failed is ErrorCode.STORAGE_ERROR  # shown by the turn's view
         return outcome
+
+    async def tools(self) -> tuple[ToolHandler, ...]:
+        """The tools offered per send; an MCP server that did not start is said once (and
+        again when its reason changes): which one, how it is started and why."""
+        tools = await self.app.tools()
+        for server_id, why in self.app.mcp.failures.items():
+            if self._told_failures.get(server_id) != why:
+                self._told_failures[server_id] = why
+                self.console.print(Text(f"{why}; its tools are left out", style="yellow"))
+        return tools
+
+    async def start_tools(self) -> None:
+        """Start the MCP servers now (for the start-up of an interactive chat), not on the
+        first message; only for a model with tool use, the only one they are offered to."""
+        if self.app.mcp and ProviderCapability.TOOL_USE in self.session.model.capabilities:
+            with self.console.status("starting the MCP servers…"):
+                await self.tools()
 
     async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
         """A compaction or mode switch, under the same rule as a turn."""
@@ -121,8 +150,9 @@ class Chat:
         with on_interrupt(refuse), self.console.status(note):
             await action()
 
-    async def close_session(self) -> None:
+    async def close_session(self) -> bool:
         """Close (extracting long-term memories); a session with no message is not kept.
+        Returns whether it is kept.
 
         Extraction is skipped when the provider has just failed or SIGTERM asked to end, and
         bounded by ``close_timeout_s`` otherwise; Ctrl+C or SIGTERM stops it at once. What it
@@ -130,7 +160,7 @@ class Chat:
         """
         session = self.session
         if session.is_closed:
-            return
+            return session.summary is not None and session.summary.message_count > 0
         extract = (
             self.app.memory_storage is not None
             and not self.provider_failed
@@ -148,16 +178,23 @@ class Chat:
                         await self._close_extracting(session)
                     else:
                         await session.close(extract_memories=False)
-            except AgentError as error:  # another process writes it: leave the ledger alone
-                if error.code is not ErrorCode.SESSION_BUSY:
+            except AgentError as error:
+                if error.code is ErrorCode.STORAGE_ERROR and self.storage_failed:
+                    # The database failed the turn the same way (read-only, full): one line.
+                    logger.warning("closing session %s: %s", session.session_id, error.message)
+                elif error.code is not ErrorCode.SESSION_BUSY:  # busy: another process writes
                     raise
                 await session.close(extract_memories=False)
         summary = session.summary
         if summary is None or summary.message_count == 0:
             with suppress(AgentError):  # nothing was stored for it
                 await self.app.session_storage.delete_session(session.session_id)
+            return False
+        return True
 
     async def _close_extracting(self, session: SessionHandle) -> None:
+        """Close with extraction, bounded by ``close_timeout_s``: what does not finish in time
+        is handed to the next start (see ``pending_memories``), said only if that fails."""
         closing = asyncio.ensure_future(session.close())
         with self.interrupts.routed(closing.cancel):
             await asyncio.wait({closing}, timeout=self.close_timeout_s)
@@ -166,11 +203,39 @@ class Chat:
             why = f"it took longer than {self.close_timeout_s:g} s"
             closing.cancel()
             await asyncio.wait({closing})
+            if self.pending is not None and self.pending.add(session.session_id):
+                return  # closed by the cancel; the next start extracts it
         if not closing.cancelled():
             closing.result()  # a plugin's veto or a storage failure
+            if self.pending is not None:
+                self.pending.remove(session.session_id)
             return
         self.console.print(Text(f"long-term memories were not saved ({why})", style="yellow"))
         await session.close(extract_memories=False)
+
+    def catch_up(self) -> None:
+        """Start extracting, in the background, the sessions earlier chats handed on."""
+        if self.pending is not None and self.app.memory_storage is not None:
+            self._catching_up = asyncio.ensure_future(
+                extract_pending(self.app, self.writer, self.pending, self.session.session_id)
+            )
+
+    async def finish_catch_up(self) -> None:
+        """Wait for the background extraction as long as a close waits for its own (Ctrl+C or
+        SIGTERM stops it at once); what it did not finish keeps its marker for next time."""
+        task, self._catching_up = self._catching_up, None
+        if task is None:
+            return
+        if not task.done() and not self.interrupts.terminated:
+            with (
+                self.interrupts.routed(task.cancel),
+                self.console.status("saving long-term memories of earlier sessions…"),
+            ):
+                await asyncio.wait({task}, timeout=self.close_timeout_s)
+        task.cancel()
+        await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("memory extraction of earlier sessions", exc_info=task.exception())
 
     async def replace_session(self, opener: Callable[[], Awaitable[SessionHandle]]) -> None:
         """Close the current session and open another; if that fails, start a fresh one."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,10 +15,17 @@ from rich.text import Text
 from youyou.adapters.settings import Settings, load_settings
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, build_agent_from_settings
-from youyou.cli.attachments import load_attachment
+from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
-from youyou.cli.render import JsonTurnView, PlainTurnView, RichTurnView, TurnView
+from youyou.cli.pending_memories import PENDING_DIR, PendingExtractions
+from youyou.cli.render import (
+    JsonTurnView,
+    PlainTurnView,
+    RichTurnView,
+    TurnView,
+    agent_error_text,
+)
 from youyou.cli.runtime import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -27,6 +35,7 @@ from youyou.cli.runtime import (
     Interrupts,
     data_dir,
     err_console,
+    in_daemon_thread,
     is_offline_model,
     warn,
 )
@@ -76,10 +85,22 @@ async def run_chat(options: ChatOptions) -> int:
         )
     settings = load_settings(options.config)
     message = options.message
-    if message == "-" or (message is None and not sys.stdin.isatty()):
-        message = _read_stdin()
     interrupts = Interrupts()
     with interrupts.installed():
+        try:  # before the session opens: input that cannot be sent leaves nothing stored
+            if message == "-" or (message is None and not sys.stdin.isatty()):
+                message = await interrupts.stoppable(
+                    in_daemon_thread(_read_stdin), "reading the message from stdin"
+                )
+            attachments = [
+                await interrupts.stoppable(read_attachment(str(p)), f"reading {p}")
+                for p in options.attach
+            ]
+        except AgentError as error:
+            err_console.print(agent_error_text(error))
+            if error.code is not ErrorCode.REQUEST_CANCELLED:
+                return EXIT_FAILED
+            return EXIT_TERMINATED if interrupts.terminated else EXIT_INTERRUPTED
         async with opened_app(settings, options.skills_dir) as app:
             session = await _open_session(app, options)
             if is_offline_model(settings, session.config.pinned.model_id):
@@ -90,17 +111,29 @@ async def run_chat(options: ChatOptions) -> int:
                 session,
                 interrupts=interrupts,
                 close_timeout_s=settings.memory.close_timeout_s,
+                pending=_pending_extractions(),
             )
-            if message is not None:
-                code = await _one_shot(chat, message, options)
-            else:
-                code = await _interactive(chat, resumed=options.resume is not None)
+            try:
+                if message is not None:
+                    code = await _one_shot(chat, [TextBlock(text=message), *attachments], options)
+                else:
+                    code = await _interactive(chat, resumed=options.resume is not None)
+            finally:
+                await chat.finish_catch_up()
     return EXIT_TERMINATED if interrupts.terminated else code
 
 
 def _read_stdin() -> str:
-    """The piped message, which must be UTF-8 text (the kernel refuses what is not)."""
-    data = sys.stdin.buffer.read()
+    """The piped message, which must be UTF-8 text (the kernel refuses what is not).
+
+    Read from the file descriptor, not through ``sys.stdin``: a read left blocked on its
+    daemon thread (a pipe never closed) must not hold the lock of the buffer the interpreter
+    closes at exit."""
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    data = b"".join(chunks)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -120,9 +153,9 @@ async def _open_session(app: BuiltApp, options: ChatOptions) -> SessionHandle:
     return await app.agent.new_session(SessionConfig(model_id=options.model))
 
 
-async def _one_shot(chat: Chat, message: str, options: ChatOptions) -> int:
+async def _one_shot(chat: Chat, blocks: list[ContentBlock], options: ChatOptions) -> int:
     """Exit 0 on a complete answer, 130 when cancelled (Ctrl+C), 1 on any error (and 143
-    after SIGTERM, set by the caller)."""
+    after SIGTERM, set by the caller). The session id is printed when the session is kept."""
     view: TurnView
     if options.json:
         view = JsonTurnView()
@@ -131,17 +164,14 @@ async def _one_shot(chat: Chat, message: str, options: ChatOptions) -> int:
     else:
         view = PlainTurnView()
     try:
-        blocks: list[ContentBlock] = [
-            TextBlock(text=message),
-            *(load_attachment(str(p)) for p in options.attach),
-        ]
         outcome = await chat.run(blocks, view)
     except AgentError as error:
         chat.show_error(error)
         return EXIT_FAILED
     finally:
-        await chat.close_session()
-    if not options.json:
+        chat.catch_up()  # after the answer: a local model answers one request at a time
+        kept = await chat.close_session()
+    if kept and not options.json:
         err_console.print(Text(f"session {chat.session.session_id}", style="dim"))
     return _EXIT_CODES.get(outcome.status, EXIT_FAILED)
 
@@ -153,6 +183,8 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
 
     console, app = chat.console, chat.app
     console.print(Text.assemble(chat.banner(), ("   /help for commands", "dim")))
+    chat.catch_up()  # while the user types
+    await chat.start_tools()
     if resumed:
         await chat.show_history()
     prompt = build_prompt(
@@ -176,6 +208,15 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
     await chat.close_session()
     console.print(Text("bye", style="dim"))
     return EXIT_OK
+
+
+def _pending_extractions() -> PendingExtractions | None:
+    """Where a memory extraction that outlasts its bound is handed on; None where the data
+    dir is unusable (the prompt history warns about it)."""
+    try:
+        return PendingExtractions(data_dir() / PENDING_DIR)
+    except OSError:
+        return None
 
 
 def _history_file() -> Path | None:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from youyou.adapters.settings import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.api.session import SessionHandle
-from youyou.cli.attachments import describe, load_attachment
+from youyou.cli.attachments import describe, read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.render import context_line
 from youyou.cli.transcript import (
@@ -169,7 +169,9 @@ async def _attach(chat: Chat, argument: str) -> bool:
         chat.attachments.clear()
         chat.console.print("attachments cleared")
     elif argument.strip():
-        block = load_attachment(argument)
+        block = await chat.interrupts.stoppable(
+            read_attachment(argument), f"reading {argument.strip()}"
+        )
         chat.attachments.append(block)
         chat.console.print(f"attached {describe(block)}; it is sent with your next message")
     else:

@@ -46,7 +46,9 @@ ConfigOption = Annotated[
         "--config",
         "-c",
         help="youyou.toml to read (default: $YOUYOU_CONFIG, else none).",
-        dir_okay=False,
+        # Not checked here: the settings loader reports every unusable path (missing, a
+        # directory, unreadable) as INVALID_CONFIG, the same as for $YOUYOU_CONFIG.
+        readable=False,
     ),
 ]
 

@@ -34,7 +34,7 @@ def _print_report(out: Console, report: McpServerReport) -> None:
     head.append(report.target, style="dim")
     out.print(head)
     if report.error is not None:
-        out.print(Text.assemble(("  does not start: ", "red"), report.error))
+        out.print(Text(f"  {report.error}", style="red"))
         return
     out.print(Text(f"  starts; {len(report.tools)} tools", style="green"))
     if not report.tools:

@@ -299,9 +299,7 @@ class PlainTurnView:
         elif isinstance(payload, TurnCancelled):
             self._note("[cancelled: the answer is incomplete]")
         elif isinstance(payload, ErrorEvent):
-            self._note(
-                f"{'error' if payload.fatal else 'warning'} {payload.code}: {payload.message}"
-            )
+            self._note(error_text(payload.code, payload.message).plain)
 
     def close(self) -> None:
         if self._open_line:

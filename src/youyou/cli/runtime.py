@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 
 from youyou.adapters.private_files import data_dir as youyou_data_dir
 from youyou.adapters.private_files import private_directory, private_file
 from youyou.adapters.settings import Settings
+from youyou.adapters.storage.engine import LOCK_WAIT_NOTICE
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
 from youyou.cli.render import TurnView, agent_error_text
-from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.tool import ToolHandler
@@ -31,6 +34,7 @@ EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: cancelled with Ctrl+C
 EXIT_TERMINATED = 143  # 128 + SIGTERM: what shells report for a process SIGTERM ended
 LOG_FILE = "youyou.log"
+T = TypeVar("T")
 
 # soft_wrap: an error stays one line in a log or CI output; a terminal wraps it by itself.
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -168,6 +172,42 @@ class Interrupts:
         with self.on_terminate(callback), on_interrupt(callback):
             yield
 
+    async def stoppable(self, work: Awaitable[T], what: str) -> T:
+        """``work``, which Ctrl+C or SIGTERM stops at once: then REQUEST_CANCELLED naming
+        ``what`` ("reading /dev/stdin")."""
+        task = asyncio.ensure_future(work)
+        try:
+            with self.routed(task.cancel):
+                if self.terminated:
+                    task.cancel()
+                await asyncio.wait({task})
+        finally:
+            task.cancel()  # only when this caller was cancelled itself
+        if task.cancelled():
+            raise AgentError(
+                ErrorCode.REQUEST_CANCELLED, f"{what} was stopped", source=ErrorSource.AGENT
+            )
+        return task.result()
+
+
+async def in_daemon_thread(work: Callable[[], T]) -> T:
+    """``work()`` on a daemon thread of its own, for a blocking read that may never end (a
+    pipe that is never closed): neither a thread nor a read can be interrupted, so a cancelled
+    caller leaves the thread behind (it ends with the read, or with the process) instead of
+    joining it at exit as the loop's default executor would."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except Exception as exc:  # raised in the caller's task
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="youyou-read", daemon=True).start()
+    return await asyncio.wrap_future(future)
+
 
 async def run_turn(
     session: SessionHandle,
@@ -198,8 +238,18 @@ async def run_turn(
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:
-    """Run an async command; a kernel error ends it with its code, never with a traceback."""
+    """Run an async command; a kernel error ends it with its code, never with a traceback.
+    A SQLite write that waits for another process's write lock says so on stderr."""
+    LOCK_WAIT_NOTICE.set(_waiting_for_the_database)
     return guarded(lambda: asyncio.run(main))
+
+
+def _waiting_for_the_database() -> None:
+    err_console.print(
+        "waiting for the database… (another process holds its write lock)",
+        style="dim",
+        markup=False,
+    )
 
 
 def guarded(command: Callable[[], int]) -> int:

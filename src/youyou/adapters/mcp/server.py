@@ -240,17 +240,23 @@ class McpServer:
             self._stderr = None
 
     def _start_error(self, exc: Exception) -> AgentError:
+        """Which server, how it is started, and the error underneath the SDK's task groups."""
+        settings = self.settings
+        started = f"url {settings.url}" if settings.url else f"command {self._command_line()}"
         if isinstance(exc, AgentError):  # a variable named in env / headers_env is not set
-            return _error(ErrorCode.TOOL_EXECUTION_ERROR, exc.message)
-        reason = (
-            f"no answer within {self.settings.startup_timeout_ms} ms"
-            if isinstance(exc, TimeoutError)
-            else f"{type(exc).__name__}: {exc}"
-        )
+            reason = exc.message
+        elif isinstance(exc, TimeoutError):
+            reason = f"no answer within {settings.startup_timeout_ms} ms"
+        else:
+            reason = "; ".join(dict.fromkeys(_describe(leaf) for leaf in _leaves(exc)))
         return _error(
             ErrorCode.TOOL_EXECUTION_ERROR,
-            f"MCP server {self.server_id!r} did not start ({reason}){self._stderr_tail()}",
+            f"MCP server {self.server_id!r} ({started}) did not start: {reason}"
+            f"{self._stderr_tail()}",
         )
+
+    def _command_line(self) -> str:
+        return " ".join([self.settings.command or "", *self.settings.args])
 
     def _failure(self, err: MCPError, what: str) -> AgentError:
         if err.code == REQUEST_TIMEOUT:
@@ -269,6 +275,20 @@ class McpServer:
             ErrorCode.TOOL_EXECUTION_ERROR,
             f"MCP server {self.server_id!r} answered {what!r} with error {err.code}: {err.message}",
         )
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups: what an anyio task group really met."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+        return "it ended the connection before it was ready"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _http_transport(url: str, headers: dict[str, str]) -> Transport:

@@ -41,6 +41,8 @@ class McpToolbox:
     ) -> None:
         env = os.environ if environ is None else environ
         self._servers: tuple[McpServer, ...] = ()
+        # Why each server left out of the last listing did not start, by server id.
+        self.failures: dict[str, str] = {}
         if not servers:
             return
         from youyou.adapters.mcp.server import McpServer
@@ -55,16 +57,19 @@ class McpToolbox:
 
     async def tools(self, user: str | None = None) -> tuple[McpTool, ...]:
         """The tools ``user`` may use (``None``: the local user, who gets every server). A
-        server that does not start is logged and left out, so a message is never refused."""
+        server that does not start is logged, kept in ``failures`` and left out, so a message
+        is never refused."""
         allowed = [s for s in self._servers if s.settings.allows(user)]
         listed = await asyncio.gather(*(s.tools() for s in allowed), return_exceptions=True)
         tools: list[McpTool] = []
         for server, result in zip(allowed, listed, strict=True):
             if isinstance(result, AgentError):
                 logger.warning("MCP server %s left out: %s", server.server_id, result.message)
+                self.failures[server.server_id] = result.message
             elif isinstance(result, BaseException):
                 raise result
             else:
+                self.failures.pop(server.server_id, None)
                 tools.extend(result)
         return tuple(tools)
 

@@ -93,7 +93,7 @@ class SqlMemoryStorage(abc.ABC):
             metadata,
             self._search_ddl(),
             lock_key=SCHEMA_LOCK,
-            action="memory storage",
+            action="preparing the memory tables",
         )
 
     @abc.abstractmethod

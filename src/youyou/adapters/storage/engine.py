@@ -12,7 +12,14 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
+from contextvars import ContextVar
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -41,6 +48,13 @@ _DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 # Execution option: open the SQLite transaction with BEGIN IMMEDIATE (take the write lock first).
 SQLITE_IMMEDIATE = "youyou_sqlite_immediate"
 _T = TypeVar("_T")
+# A SQLite write still waiting this long waits for another process's write lock (this
+# process's own writers take turns before it): ``LOCK_WAIT_NOTICE`` is called then, so a
+# terminal can say why nothing happens for up to the busy timeout.
+LOCK_WAIT_NOTICE_AFTER_S = 1.0
+LOCK_WAIT_NOTICE: ContextVar[Callable[[], object] | None] = ContextVar(
+    "youyou_lock_wait_notice", default=None
+)
 
 
 def normalize_url(url: str) -> URL:
@@ -167,11 +181,27 @@ async def transaction(
     timeout instead of failing when a read lock cannot be upgraded.
     """
     with _storage_errors(engine, action):
-        async with _writer_turn(engine) if write else nullcontext(), engine.connect() as conn:
-            if write:
-                conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
-            async with conn.begin():
-                yield conn
+        async with _writer_turn(engine) if write else nullcontext(), AsyncExitStack() as stack:
+            with _lock_wait_notice(engine, write):
+                conn = await stack.enter_async_context(engine.connect())
+                if write:
+                    conn = await conn.execution_options(**{SQLITE_IMMEDIATE: True})
+                await stack.enter_async_context(conn.begin())
+            yield conn
+
+
+@contextmanager
+def _lock_wait_notice(engine: AsyncEngine, write: bool) -> Iterator[None]:
+    """Call ``LOCK_WAIT_NOTICE`` if the block (a SQLite write taking its lock) runs long."""
+    notice = LOCK_WAIT_NOTICE.get()
+    if notice is None or not write or engine.dialect.name != "sqlite":
+        yield
+        return
+    timer = asyncio.get_running_loop().call_later(LOCK_WAIT_NOTICE_AFTER_S, notice)
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 class SqliteConnection:
@@ -199,7 +229,8 @@ class SqliteConnection:
         """A write transaction run whole on the driver's thread: for hot writes whose
         statements are known up front, such as a ledger append."""
         async with _writer_turn(self._engine):
-            return await self._run(action, work, write=True)
+            with _lock_wait_notice(self._engine, True):
+                return await self._run(action, work, write=True)
 
     async def close(self) -> None:
         held, self._held = self._held, None
