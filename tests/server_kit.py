@@ -231,9 +231,35 @@ class Workbench:
         self.clients.append(api)
         return api
 
+    def signed_in(self, username: str, password: str = "correct horse") -> Api:
+        """A user whose account exists already (made by ``with_accounts``)."""
+        with httpx.Client(base_url=self.url, timeout=30) as anonymous:
+            login = anonymous.post("/auth/login", json={"username": username, "password": password})
+        assert login.status_code == 200, login.text
+        api = Api(self.url, login.json()["data"]["accessToken"])
+        self.clients.append(api)
+        return api
+
     def close(self) -> None:
         for api in self.clients:
             api.close()
+
+
+CLOSED_REGISTRATION = '[server]\nregistration = "closed"\n'
+
+
+def with_accounts(
+    start: Callable[..., Workbench], usernames: tuple[str, ...], **config: Any
+) -> Workbench:
+    """Signs ``usernames`` up on a first server, stops it, then starts the server ``config``
+    describes on the same database: ``users`` access lists bind to the accounts that exist
+    when the server starts, and need closed registration (``CLOSED_REGISTRATION``)."""
+    signup = start()
+    for username in usernames:
+        signup.user(username)
+    signup.close()
+    assert signup.server.stop() == 0
+    return start(**config)
 
 
 # -- helpers for process-level tests (several servers, signals, streams read in the background) --

@@ -9,7 +9,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -24,8 +24,9 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
+from youyou.workbench.access import bind_access_lists, check_registration
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
-from youyou.workbench.auth import Authenticator, LoginLimiter
+from youyou.workbench.auth import Authenticator, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
 from youyou.workbench.hub import SessionHub
@@ -87,13 +88,26 @@ def _install_shutdown_hook(hub: SessionHub) -> None:
             signal.signal(signum, chained(previous))
 
 
+async def _prepared_accounts(settings: Settings) -> Settings:
+    """Dead token rows purged, and the settings with their access lists bound to the
+    accounts that exist now (``youyou.workbench.access``)."""
+    store = await WorkbenchStore.open(settings.database.url)
+    try:
+        await store.purge_tokens(datetime.now(UTC))
+        return await bind_access_lists(settings, store)
+    finally:
+        await store.close()
+
+
 def create_app(settings: Settings) -> FastAPI:
     metrics = Metrics()
     settings = workbench_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = await build_agent_from_settings(settings, knowledge=True)
+        check_registration(settings)
+        bound = await _prepared_accounts(settings)
+        built = await build_agent_from_settings(bound, knowledge=True)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -112,11 +126,9 @@ def create_app(settings: Settings) -> FastAPI:
             built.knowledge,
         )
         authenticator = Authenticator(
-            store,
-            LoginLimiter(server.login_attempts, server.login_window_s),
-            timedelta(hours=server.token_ttl_hours),
+            store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
         )
-        app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
+        app.state.workbench = Workbench(bound, built, store, hub, authenticator, metrics)
         hub.start()
         _install_shutdown_hook(hub)
         # Everything built so far (modules, schemas, the agent) lives as long as the process:
