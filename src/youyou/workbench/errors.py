@@ -66,7 +66,9 @@ CATALOG: dict[str, _Entry] = {
         429, "尝试次数过多，请稍后再试", "Too many attempts from here; try again later"
     ),
     ApiCode.AUTH_PASSWORD_REJECTED: _Entry(
-        400, "密码太容易被猜到，请换一个", "This password is too easy to guess; choose another"
+        400,
+        "密码太常见或与用户名过于相近，请换一个",
+        "This password is too common or too close to the username; choose another",
     ),
     ApiCode.AUTH_BUSY: _Entry(
         503, "登录请求过多，请稍后重试", "Too many sign-ins at once; try again in a moment"

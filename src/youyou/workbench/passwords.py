@@ -23,9 +23,8 @@ def common_passwords() -> frozenset[str]:
 
 
 def check_new_password(password: str, username: str) -> None:
-    """Refuses with AUTH_PASSWORD_REJECTED (400) and a reason the user can act on."""
+    """Refuses with AUTH_PASSWORD_REJECTED (400), whose message names both rules."""
     folded, name = password.lower(), username.strip().lower()
-    if folded in common_passwords():
-        raise ApiError(ApiCode.AUTH_PASSWORD_REJECTED, "it is one of the most common passwords")
-    if name and name in folded and len(folded) - len(name) <= _AROUND_USERNAME:
-        raise ApiError(ApiCode.AUTH_PASSWORD_REJECTED, "it is too close to the username")
+    near_name = name and name in folded and len(folded) - len(name) <= _AROUND_USERNAME
+    if near_name or folded in common_passwords():
+        raise ApiError(ApiCode.AUTH_PASSWORD_REJECTED)
