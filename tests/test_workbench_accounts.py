@@ -122,6 +122,25 @@ def test_sign_ups_are_limited_per_address(start_workbench: StartWorkbench) -> No
         assert register(other, "heidi").status_code == 201
 
 
+def logins_together(wb: Workbench, username: str, addresses: list[str]) -> list[httpx.Response]:
+    """One login per address, all sent at the same moment."""
+    together = threading.Barrier(len(addresses))
+    responses: list[httpx.Response] = []
+
+    def sign_in(address: str) -> None:
+        with from_address(wb, address) as http:
+            together.wait()
+            responses.append(login(http, username))
+
+    threads = [threading.Thread(target=sign_in, args=(a,)) for a in addresses]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(responses) == len(addresses)
+    return responses
+
+
 def test_a_flood_of_sign_ins_is_refused_at_once_beyond_the_hashing_queue(
     start_workbench: StartWorkbench,
 ) -> None:
@@ -129,24 +148,24 @@ def test_a_flood_of_sign_ins_is_refused_at_once_beyond_the_hashing_queue(
     the slot taken get 503 with Retry-After instead of queuing."""
     wb = start_workbench(extra="[server]\nhash_concurrency = 1\nhash_queue = 0")
     wb.user("ivan")
-    together = threading.Barrier(8)
-    responses: list[httpx.Response] = []
-
-    def sign_in(index: int) -> None:
-        with from_address(wb, f"127.0.1.{index + 1}") as http:
-            together.wait()
-            responses.append(login(http, "ivan"))
-
-    threads = [threading.Thread(target=sign_in, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    responses = logins_together(wb, "ivan", [f"127.0.1.{i}" for i in range(1, 9)])
     statuses = sorted(r.status_code for r in responses)
-    assert len(statuses) == 8 and 200 in statuses and 503 in statuses, statuses
-    assert set(statuses) == {200, 503}
+    assert set(statuses) == {200, 503}, statuses
     busy = [r for r in responses if r.status_code == 503]
     assert all(error_code(r) == "AUTH_BUSY" and r.headers["retry-after"] == "1" for r in busy)
+
+
+def test_one_address_cannot_fill_the_hashing_queue(start_workbench: StartWorkbench) -> None:
+    """Two sign-ins per address hash or wait at a time; the rest of a burst from that address
+    gets 429 at once, leaving the queue to the others."""
+    wb = start_workbench(extra="[server]\nhash_concurrency = 1\nhash_queue = 16")
+    wb.user("judd")
+    responses = logins_together(wb, "judd", ["127.0.1.9"] * 6)
+    statuses = sorted(r.status_code for r in responses)
+    assert 200 in statuses and 429 in statuses and 503 not in statuses, statuses
+    limited = [r for r in responses if r.status_code == 429]
+    assert all(error_code(r) == "AUTH_RATE_LIMITED" for r in limited)
+    assert all(r.headers["retry-after"] == "1" for r in limited)
 
 
 # -- password policy, change and sign-out everywhere -------------------------------------------

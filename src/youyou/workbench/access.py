@@ -23,9 +23,10 @@ Entry = TypeVar("Entry", McpServerSettings, KnowledgeSourceSettings)
 
 
 def check_registration(settings: Settings) -> None:
-    """INVALID_CONFIG when access lists exist while anyone may sign up, unacknowledged."""
+    """INVALID_CONFIG when access lists name anyone while anyone may sign up, unacknowledged
+    (an empty list grants nobody, so nobody can take a name from it)."""
     server = settings.server
-    lists = settings.access_lists()
+    lists = {where: names for where, names in settings.access_lists().items() if names}
     if not lists or not server.registration_open or server.open_registration_with_access_lists:
         return
     raise config_error(

@@ -85,7 +85,7 @@ class Authenticator:
         self._throttles.registrations.check(address)
         check_new_password(password, username)
         self._throttles.registrations.record(address)
-        digest = await self._throttles.hashing.run(_hasher.hash, password)
+        digest = await self._throttles.hashing.run(address, _hasher.hash, password)
         try:
             return await self._store.create_user(username, digest)
         except UsernameTaken:
@@ -107,7 +107,7 @@ class Authenticator:
         limiter.check(username, address)
         user = await self._store.user_by_name(username)
         valid = await self._throttles.hashing.run(
-            _verify, user.password_hash if user else _dummy_hash(), password
+            address, _verify, user.password_hash if user else None, password
         )
         if user is None or not valid:
             limiter.failed(username, address)
@@ -122,7 +122,7 @@ class Authenticator:
         every other token of the user is revoked, ``token`` (the one used here) stays."""
         await self._checked(user.username, current, address)
         check_new_password(new, user.username)
-        digest = await self._throttles.hashing.run(_hasher.hash, new)
+        digest = await self._throttles.hashing.run(address, _hasher.hash, new)
         await self._store.set_password_hash(user.id, digest)
         await self._store.revoke_user_tokens(user.id, keep=token_digest(token))
 
@@ -148,8 +148,10 @@ class Authenticator:
         await self._store.revoke_user_tokens(user.id)
 
 
-def _verify(stored_hash: str, password: str) -> bool:
+def _verify(stored_hash: str | None, password: str) -> bool:
+    """``None`` (no such user) verifies against the dummy hash, made here in the worker thread
+    on first use, so both answers take as long."""
     try:
-        return _hasher.verify(stored_hash, password)
+        return _hasher.verify(stored_hash or _dummy_hash(), password)
     except (VerificationError, InvalidHashError):
         return False

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -87,16 +87,31 @@ class LoginLimiter:
 class HashGate:
     """At most ``concurrency`` password hashes at once, each in a worker thread so the event
     loop keeps serving; up to ``queue`` callers wait for a slot and any further one is refused
-    at once with 503, so a flood costs neither memory nor everyone's latency."""
+    at once with 503, so a flood costs neither memory nor everyone's latency. One client
+    address has at most ``per_address`` sign-ins hashing or waiting (a person signs in one at a
+    time); more are refused with 429, so one address cannot fill the queue for everyone."""
 
-    def __init__(self, concurrency: int, queue: int) -> None:
+    def __init__(self, concurrency: int, queue: int, per_address: int = 2) -> None:
         self._slots = asyncio.Semaphore(concurrency)
         self._queue = queue
         self._waiting = 0
+        self._per_address = per_address
+        self._in_flight: Counter[str] = Counter()
 
-    async def run(self, work: Callable[..., T], *args: object) -> T:
+    async def run(self, address: str, work: Callable[..., T], *args: object) -> T:
+        if self._in_flight[address] >= self._per_address:
+            raise ApiError(ApiCode.AUTH_RATE_LIMITED, headers={"Retry-After": "1"})
         if self._slots.locked() and self._waiting >= self._queue:
             raise ApiError(ApiCode.AUTH_BUSY, headers={"Retry-After": "1"})
+        self._in_flight[address] += 1
+        try:
+            return await self._hashed(work, *args)
+        finally:
+            self._in_flight[address] -= 1
+            if not self._in_flight[address]:
+                del self._in_flight[address]
+
+    async def _hashed(self, work: Callable[..., T], *args: object) -> T:
         self._waiting += 1
         try:
             await self._slots.acquire()
