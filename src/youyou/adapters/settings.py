@@ -140,8 +140,9 @@ class ServerSettings(_Section):
     """Sign-ups tried from one client address within the window; then 429."""
     hash_concurrency: PositiveInt | None = None
     """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
-    hash_queue: NonNegativeInt = 8
-    """Sign-ins waiting for a hashing slot; one more is refused at once with 503."""
+    hash_queue: NonNegativeInt | None = None
+    """Sign-ins waiting for a hashing slot, beyond which one more is refused at once with 503;
+    None: 4 × ``hash_concurrency``, so a sign-in waits at most about five hash times."""
 
     @field_validator("registration", mode="before")
     @classmethod

@@ -61,6 +61,8 @@ class Throttles:
 
     @classmethod
     def of(cls, server: ServerSettings) -> Throttles:
+        concurrency = server.hash_concurrency or os.cpu_count() or 1
+        queue = 4 * concurrency if server.hash_queue is None else server.hash_queue
         return cls(
             LoginLimiter(
                 server.login_attempts, server.address_login_attempts, server.login_window_s
@@ -70,7 +72,7 @@ class Throttles:
                 server.registration_window_s,
                 ApiCode.AUTH_RATE_LIMITED,
             ),
-            HashGate(server.hash_concurrency or os.cpu_count() or 1, server.hash_queue),
+            HashGate(concurrency, queue),
         )
 
 
