@@ -168,6 +168,24 @@ def test_one_address_cannot_fill_the_hashing_queue(start_workbench: StartWorkben
     assert all(r.headers["retry-after"] == "1" for r in limited)
 
 
+def test_sign_ins_refused_for_a_busy_gate_count_against_the_address(
+    start_workbench: StartWorkbench,
+) -> None:
+    """A burst from one address that the gate turns away uses up that address's attempts, so
+    it stops reaching the gate; other addresses sign in as before."""
+    keys = "[server]\nhash_concurrency = 1\nhash_queue = 0\naddress_login_attempts = 3"
+    wb = start_workbench(extra=keys)
+    wb.user("kurt")
+    burst = logins_together(wb, "kurt", ["127.0.1.20"] * 8)
+    assert sum(r.status_code in (429, 503) for r in burst) >= 3
+    with from_address(wb, "127.0.1.20") as flooder:
+        after = login(flooder, "kurt")
+    assert after.status_code == 429 and error_code(after) == "AUTH_RATE_LIMITED"
+    assert int(after.headers["retry-after"]) > 1  # the login window, not the gate's second
+    with from_address(wb, "127.0.1.21") as colleague:
+        assert login(colleague, "kurt").status_code == 200
+
+
 # -- password policy, change and sign-out everywhere -------------------------------------------
 
 

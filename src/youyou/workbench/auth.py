@@ -83,9 +83,12 @@ class Authenticator:
         self._ttl = token_ttl
 
     async def register(self, username: str, password: str, address: str) -> UserRecord:
-        """Every attempt counts against the address, since each costs a hash."""
+        """Every attempt that gets as far as the hash counts against the address; a taken name
+        is refused before it (sign-up says whether a name is taken anyway)."""
         self._throttles.registrations.check(address)
         check_new_password(password, username)
+        if await self._store.user_by_name(username) is not None:
+            raise ApiError(ApiCode.AUTH_USERNAME_TAKEN)
         self._throttles.registrations.record(address)
         digest = await self._throttles.hashing.run(address, _hasher.hash, password)
         try:
@@ -108,9 +111,13 @@ class Authenticator:
         limiter = self._throttles.logins
         limiter.check(username, address)
         user = await self._store.user_by_name(username)
-        valid = await self._throttles.hashing.run(
-            address, _verify, user.password_hash if user else None, password
-        )
+        try:
+            valid = await self._throttles.hashing.run(
+                address, _verify, user.password_hash if user else None, password
+            )
+        except ApiError:
+            limiter.refused(address)
+            raise
         if user is None or not valid:
             limiter.failed(username, address)
             raise ApiError(ApiCode.AUTH_INVALID_CREDENTIALS)
@@ -122,8 +129,8 @@ class Authenticator:
     ) -> None:
         """Needs the current password too (a stolen token alone cannot take the account over);
         every other token of the user is revoked, ``token`` (the one used here) stays."""
-        await self._checked(user.username, current, address)
         check_new_password(new, user.username)
+        await self._checked(user.username, current, address)
         digest = await self._throttles.hashing.run(address, _hasher.hash, new)
         await self._store.set_password_hash(user.id, digest)
         await self._store.revoke_user_tokens(user.id, keep=token_digest(token))

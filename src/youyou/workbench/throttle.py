@@ -79,6 +79,11 @@ class LoginLimiter:
         self._per_address.record(address)
         self._per_user.record(self._key(username, address))
 
+    def refused(self, address: str) -> None:
+        """A sign-in the hashing gate turned away counts against the address: a client that
+        keeps knocking while told to wait is flooding, and soon gets 429 before the gate."""
+        self._per_address.record(address)
+
     def succeeded(self, username: str, address: str) -> None:
         """Clears that account's count only: the address's failures stay counted."""
         self._per_user.forget(self._key(username, address))
