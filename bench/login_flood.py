@@ -16,7 +16,7 @@ The flood comes from other loopback addresses than the real user (Linux routes a
   runs (CPU count + 4) with an unbounded queue — how the server behaved before the limits;
 - ``one address``: the defaults, all 12 clients behind one address;
 - ``12 addresses``: the defaults, each client from its own address, so only the hashing gate
-  (CPU count hashes at once, 4 times that waiting) stands between them and the real user.
+  (CPU count hashes at once, twice that waiting) stands between them and the real user.
 
 Run: ``.venv/bin/python bench/login_flood.py [--seconds 20] [--clients 12]``
 """

@@ -142,7 +142,7 @@ class ServerSettings(_Section):
     """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
     hash_queue: NonNegativeInt | None = None
     """Sign-ins waiting for a hashing slot, beyond which one more is refused at once with 503;
-    None: 4 × ``hash_concurrency``, so a sign-in waits at most about five hash times."""
+    None: 2 × ``hash_concurrency``, so a sign-in waits at most about three hash times."""
 
     @field_validator("registration", mode="before")
     @classmethod

@@ -62,7 +62,7 @@ class Throttles:
     @classmethod
     def of(cls, server: ServerSettings) -> Throttles:
         concurrency = server.hash_concurrency or os.cpu_count() or 1
-        queue = 4 * concurrency if server.hash_queue is None else server.hash_queue
+        queue = 2 * concurrency if server.hash_queue is None else server.hash_queue
         return cls(
             LoginLimiter(
                 server.login_attempts, server.address_login_attempts, server.login_window_s
