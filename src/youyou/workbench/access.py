@@ -3,9 +3,11 @@
 A list names accounts, and a name grants access only to the account that has it when the
 server starts: each name is looked up then (case-insensitively, as usernames are unique) and a
 name without an account is dropped from the list until the next start, so nobody can sign up
-later under a listed name and inherit its tools and runbooks. Since a listed name that has no
-account yet could be taken by whoever registers first, the server refuses to start with
-access lists while registration is open, unless the operator acknowledges it.
+later under a listed name and inherit its tools and runbooks. Accounts are never renamed or
+deleted, so while the process runs a bound name still means the account it was bound to (a
+feature that deletes or renames accounts must bind the lists again). Since a listed name
+that has no account yet could be taken by whoever registers first, the server refuses to
+start with access lists while registration is open, unless the operator acknowledges it.
 """
 
 from __future__ import annotations
