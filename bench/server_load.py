@@ -209,6 +209,7 @@ def write_config(root: Path, database_url: str, model_url: str) -> Path:
     config.write_text(
         f'[database]\nurl = "{database_url}"\n\n'
         "[memory]\nenabled = false\n\n"
+        "[server]\nregistration_attempts = 1000000\n\n"  # every user signs up from here
         f'[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{model_url}"\n'
         "max_attempts = 1\ntimeout_s = 60\n\n"
         '[[providers.models]]\nid = "fake-model"\ncontext_window = 128000\n'

@@ -209,7 +209,7 @@ class InProcessServer(_Listening):
         server_settings = settings.server.model_copy(update={"port": self.port})
         app = create_app(settings, on_started=self._started)
         self._server = uvicorn.Server(uvicorn_config(server_settings, app))
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread = threading.Thread(target=self._serve, args=(self._server,), daemon=True)
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:
@@ -218,6 +218,13 @@ class InProcessServer(_Listening):
                 raise RuntimeError(f"server did not start: {self.log()}")
             time.sleep(0.02)
         return self
+
+    @staticmethod
+    def _serve(server: uvicorn.Server) -> None:
+        """A start-up failure ends uvicorn with SystemExit: here it ends only the thread, and
+        ``start`` reports it with the log."""
+        with contextlib.suppress(SystemExit):
+            server.run()
 
     def _capture_log(self) -> None:
         handler = logging.FileHandler(self.log_path, encoding="utf-8")
@@ -330,9 +337,35 @@ class Workbench:
         self.clients.append(api)
         return api
 
+    def signed_in(self, username: str, password: str = "correct horse") -> Api:
+        """A user whose account exists already (made by ``with_accounts``)."""
+        with httpx.Client(base_url=self.url, timeout=30) as anonymous:
+            login = anonymous.post("/auth/login", json={"username": username, "password": password})
+        assert login.status_code == 200, login.text
+        api = Api(self.url, login.json()["data"]["accessToken"])
+        self.clients.append(api)
+        return api
+
     def close(self) -> None:
         for api in self.clients:
             api.close()
+
+
+CLOSED_REGISTRATION = '[server]\nregistration = "closed"\n'
+
+
+def with_accounts(
+    start: Callable[..., Workbench], usernames: tuple[str, ...], **config: Any
+) -> Workbench:
+    """Signs ``usernames`` up on a first server, stops it, then starts the server ``config``
+    describes on the same database: ``users`` access lists bind to the accounts that exist
+    when the server starts, and need closed registration (``CLOSED_REGISTRATION``)."""
+    signup = start()
+    for username in usernames:
+        signup.user(username)
+    signup.close()
+    assert signup.server.stop() == 0
+    return start(**config)
 
 
 # -- helpers for process-level tests (several servers, signals, streams read in the background) --

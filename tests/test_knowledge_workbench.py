@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fakes.openai_server import OpenAIStream, text_reply
-from server_kit import COMMAND, Api, Workbench
+from server_kit import CLOSED_REGISTRATION, COMMAND, Api, Workbench, with_accounts
 
 StartWorkbench = Callable[..., Workbench]
 
@@ -89,7 +89,7 @@ def test_the_model_searches_own_uploads_and_allowed_sources_only(
         f'[[knowledge]]\nid = "finance"\npath = {json.dumps(str(finance))}\n'
         'users = ["alice"]\n'
     )
-    wb = start_workbench(extra=sources)
+    wb = with_accounts(start_workbench, ("alice", "bob"), extra=CLOSED_REGISTRATION + sources)
     indexed = subprocess.run(
         [*COMMAND, "kb", "index", "--config", str(wb.server.config)],
         capture_output=True,
@@ -100,7 +100,7 @@ def test_the_model_searches_own_uploads_and_allowed_sources_only(
         check=False,
     )
     assert "2 added" in indexed.stdout, indexed.stdout + indexed.stderr
-    alice, bob = wb.user("alice"), wb.user("bob")
+    alice, bob = wb.signed_in("alice"), wb.signed_in("bob")
     alice.data("POST", "/chat/knowledge", 201, json={"name": "payments.md", "content": NOTES})
 
     shown, received = searched(alice, wb, "refund worker")

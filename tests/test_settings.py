@@ -62,7 +62,7 @@ def test_no_configuration_gives_the_offline_defaults() -> None:
     settings = load_settings(environ={})
 
     assert (settings.server.host, settings.server.port) == ("127.0.0.1", 8000)
-    assert settings.server.registration is True
+    assert settings.server.registration == "open" and settings.server.registration_open
     data_dir = Path(platformdirs.user_data_dir("youyou"))
     assert settings.database.url == f"sqlite+aiosqlite:///{data_dir / 'youyou.db'}"
     assert [(p.id, p.type) for p in settings.providers] == [("scripted", ProviderType.SCRIPTED)]
@@ -174,7 +174,7 @@ def test_optional_sections(tmp_path: Path) -> None:
     text = FULL
     settings = load_settings(write(tmp_path, text), environ={})
 
-    assert settings.server.host == "0.0.0.0" and settings.server.registration is False
+    assert settings.server.host == "0.0.0.0" and settings.server.registration == "closed"
     assert settings.memory.enabled is False
     assert settings.compaction.mode is MemoryMode.CONTEXT_PERCENT
     assert settings.mcp_servers == (
@@ -300,3 +300,34 @@ def test_memory_mode_names_round_trip() -> None:
     for name, mode in MEMORY_MODE_NAMES.items():
         assert memory_mode_name(mode) == name
     assert set(MEMORY_MODE_NAMES.values()) == set(MemoryMode)
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [('"open"', "open"), ('"closed"', "closed"), ("true", "open"), ("false", "closed")],
+)
+def test_registration_is_open_or_closed_and_takes_the_old_switch(
+    tmp_path: Path, written: str, expected: str
+) -> None:
+    settings = load_settings(write(tmp_path, f"[server]\nregistration = {written}\n"), environ={})
+    assert settings.server.registration == expected
+
+
+def test_registration_refuses_other_words(tmp_path: Path) -> None:
+    message = config_error(tmp_path, '[server]\nregistration = "invite"\n')
+    assert "server.registration" in message
+
+
+def test_access_lists_compare_usernames_case_insensitively(tmp_path: Path) -> None:
+    text = (
+        '[[knowledge]]\nid = "ops"\npath = "runbooks"\nusers = ["Carol"]\n\n'
+        '[[mcp_servers]]\nid = "grafana"\nurl = "http://127.0.0.1:1/mcp"\nusers = ["carol"]\n'
+    )
+    settings = load_settings(write(tmp_path, text), environ={})
+    source, server = settings.knowledge[0], settings.mcp_servers[0]
+    assert source.allows("carol") and source.allows("CAROL") and not source.allows("carol2")
+    assert server.allows("Carol") and not server.allows("dave") and server.allows(None)
+    assert settings.access_lists() == {
+        "mcp_servers.grafana": ("carol",),
+        "knowledge.ops": ("Carol",),
+    }

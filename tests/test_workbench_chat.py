@@ -507,6 +507,8 @@ ROUTES = {
     ("post", "/auth/register"),
     ("post", "/auth/login"),
     ("post", "/auth/logout"),
+    ("post", "/auth/logout-all"),
+    ("post", "/auth/password"),
     ("get", "/auth/me"),
     ("get", "/chat/configuration"),
     ("put", "/chat/configuration"),

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from fakes.openai_server import OpenAIStream, text_reply
 from mcp_kit import DEMO
-from server_kit import Api, Workbench
+from server_kit import CLOSED_REGISTRATION, Api, Workbench, with_accounts
 from youyou.domain.skill_messages import violation
 from youyou.workbench.assembly import DEFAULT_PROMPT_CONTENT, MANDATORY_CHAT_INSTRUCTIONS
 
@@ -426,8 +426,8 @@ def test_mcp_tools_are_offered_only_to_the_users_a_server_allows(
         f'args = [{json.dumps(str(DEMO))}, "stdio"]\n'
         'users = ["alice"]\n'
     )
-    wb = start_workbench(extra=demo)
-    alice, bob = wb.user("alice"), wb.user("bob")
+    wb = with_accounts(start_workbench, ("alice", "bob"), extra=CLOSED_REGISTRATION + demo)
+    alice, bob = wb.signed_in("alice"), wb.signed_in("bob")
     bob.send(bob.new_session()["id"], "hello")
     assert not [name for name in tool_names(wb) if name.startswith("demo__")]
 

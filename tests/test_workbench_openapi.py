@@ -30,6 +30,7 @@ from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from server_kit import Api, Frame, Server, answer_ok, free_port, parse_sse, write_config
 
 EXAMPLES = 4
+_REVOKING = ("/auth/logout", "/auth/logout-all", "/auth/password")
 SKILL_MD = b"---\nname: disk-triage\ndescription: Triage a full disk.\n---\n# Steps\n1. df -h\n"
 
 
@@ -54,7 +55,12 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp("openapi")
     with FakeOpenAIServer() as model:
         model.default = answer_ok
-        config = write_config(root, f"sqlite+aiosqlite:///{root / 'youyou.db'}", model.base_url)
+        # Every generated request comes from this one address: the per-address limits are
+        # raised so that generated sign-ups and wrong passwords do not lock the test out.
+        limits = "[server]\nregistration_attempts = 100000\naddress_login_attempts = 100000"
+        config = write_config(
+            root, f"sqlite+aiosqlite:///{root / 'youyou.db'}", model.base_url, extra=limits
+        )
         server = Server(root, config, free_port()).start()
         try:
             api = Api.signed_up(server.url, "schemathesis")
@@ -115,7 +121,7 @@ def test_every_documented_operation_conforms(
         )
         def run(case: Case[Any]) -> None:
             token = target.token
-            if case.path == "/auth/logout":  # logging out revokes the token: use another
+            if case.path in _REVOKING:  # these revoke the token: use another
                 token = fresh_token(target.server.url)
             case.call_and_validate(
                 headers={"Authorization": f"Bearer {token}"},

@@ -164,7 +164,7 @@ def test_register_sign_out_and_sign_in_again(
     expect(page.get_by_role("link", name="Chat")).to_have_attribute("aria-current", "page")
     expect(page.get_by_text("ines")).to_be_visible()
 
-    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Sign out", exact=True).click()
     page.get_by_role("textbox", name="Username").fill("ines")
     page.get_by_role("textbox", name="Password").fill("wrong password")
     page.get_by_role("button", name="Sign in").click()
@@ -185,6 +185,28 @@ def test_register_sign_out_and_sign_in_again(
     expect(sidebar.get_by_role("link", name=re.compile("api-7 latency"))).to_have_attribute(
         "aria-current", "page"
     )
+
+
+def test_a_refused_password_is_explained_and_sign_out_everywhere_ends_other_sessions(
+    start_workbench: StartWorkbench, open_page: OpenPage
+) -> None:
+    wb = start_workbench()
+    page = open_page(wb.url)
+    page.get_by_role("button", name="No account yet? Register").click()
+    page.get_by_role("textbox", name="Username").fill("olga")
+    page.get_by_role("textbox", name="Password").fill("password1")
+    page.get_by_role("button", name="Create account and sign in").click()
+    expect(page.get_by_role("alert")).to_have_text(
+        "This password is too common or too close to the username; choose another"
+    )
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    page.get_by_role("button", name="Create account and sign in").click()
+    expect(page.get_by_text("olga")).to_be_visible()
+    other_device = wb.signed_in("olga")
+
+    page.get_by_role("button", name="Sign out everywhere").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert other_device.error("GET", "/auth/me", 401)["code"] == "AUTH_UNAUTHENTICATED"
 
 
 def test_registration_is_hidden_when_the_server_turns_it_off(

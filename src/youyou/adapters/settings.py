@@ -23,6 +23,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -32,6 +33,7 @@ from pydantic_core import ErrorDetails
 
 from youyou.adapters.private_files import data_dir
 from youyou.adapters.providers.scripted import DEMO_MODEL
+from youyou.adapters.storage.catalog import fold
 from youyou.domain.config import (
     AgentConfig,
     AgentConfigBase,
@@ -108,8 +110,12 @@ class _Section(BaseModel):
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    registration: bool = True
-    """Whether new users may sign up; off for a team server with provisioned accounts."""
+    registration: Literal["open", "closed"] = "open"
+    """``open``: anyone who reaches the server may sign up; ``closed`` for a team server whose
+    accounts exist already. ``true``/``false`` are the old spellings."""
+    open_registration_with_access_lists: bool = False
+    """Start although ``users`` access lists exist while registration is open (refused
+    otherwise: a listed name that has no account yet could be taken by anyone)."""
     workers: PositiveInt = 1
     """Server processes sharing the port; more than one needs PostgreSQL."""
     token_ttl_hours: float = Field(168.0, gt=0)
@@ -143,6 +149,28 @@ class ServerSettings(_Section):
     login_window_s: float = Field(300.0, gt=0)
     """After ``login_attempts`` failures within the window, logins for that username and
     client address are refused with 429 until the oldest failure leaves the window."""
+    address_login_attempts: PositiveInt = 20
+    """Failed logins from one client address within ``login_window_s``, whatever the
+    usernames; then every login from that address is refused with 429."""
+    registration_attempts: PositiveInt = 10
+    registration_window_s: float = Field(3600.0, gt=0)
+    """Sign-ups tried from one client address within the window; then 429."""
+    hash_concurrency: PositiveInt | None = None
+    """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
+    hash_queue: NonNegativeInt | None = None
+    """Sign-ins waiting for a hashing slot, beyond which one more is refused at once with 503;
+    None: 2 × ``hash_concurrency``, so a sign-in waits at most about three hash times."""
+
+    @field_validator("registration", mode="before")
+    @classmethod
+    def _old_switch(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return "open" if value else "closed"
+        return value
+
+    @property
+    def registration_open(self) -> bool:
+        return self.registration == "open"
 
 
 class DatabaseSettings(_Section):
@@ -462,7 +490,7 @@ class McpServerSettings(_SecretsFromEnvironment):
 
     def allows(self, user: str | None) -> bool:
         """Whether a workbench user gets the tools; ``None`` is the local user of the CLI."""
-        return user is None or self.users is None or user in self.users
+        return listed(user, self.users)
 
 
 class KnowledgeSourceSettings(_Section):
@@ -483,7 +511,16 @@ class KnowledgeSourceSettings(_Section):
 
     def allows(self, user: str | None) -> bool:
         """Whether a workbench user searches it; ``None`` is the local user of the CLI."""
-        return user is None or self.users is None or user in self.users
+        return listed(user, self.users)
+
+
+def listed(user: str | None, users: tuple[str, ...] | None) -> bool:
+    """Whether an access list lets ``user`` in: no list (None) or the local user (None) always,
+    otherwise a listed name equal to it once folded (``Carol`` is ``carol``), the same fold
+    that makes usernames unique."""
+    if user is None or users is None:
+        return True
+    return fold(user) in {fold(name) for name in users}
 
 
 class SkillsSettings(_Section):
@@ -523,6 +560,12 @@ class Settings(_Section):
                     f"(known: {', '.join(model_ids)})"
                 )
         return self
+
+    def access_lists(self) -> dict[str, tuple[str, ...]]:
+        """Every ``users`` list, keyed by the table entry that has it."""
+        lists = {f"mcp_servers.{s.id}": s.users for s in self.mcp_servers}
+        lists |= {f"knowledge.{k.id}": k.users for k in self.knowledge}
+        return {where: names for where, names in lists.items() if names is not None}
 
     def model_ids(self) -> list[str]:
         return [m.model_id for p in self.providers for m in p.model_infos()]

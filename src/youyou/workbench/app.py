@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,8 +17,9 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
+from youyou.workbench.access import bind_access_lists, check_registration
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
-from youyou.workbench.auth import Authenticator, LoginLimiter
+from youyou.workbench.auth import Authenticator, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
 from youyou.workbench.hub import SessionHub
@@ -63,6 +64,17 @@ def _field_problems(exc: RequestValidationError) -> str:
     return "; ".join(problems)
 
 
+async def _prepared_accounts(settings: Settings) -> Settings:
+    """Dead token rows purged, and the settings with their access lists bound to the
+    accounts that exist now (``youyou.workbench.access``)."""
+    store = await WorkbenchStore.open(settings.database.url)
+    try:
+        await store.purge_tokens(datetime.now(UTC))
+        return await bind_access_lists(settings, store)
+    finally:
+        await store.close()
+
+
 def create_app(
     settings: Settings, *, on_started: Callable[[SessionHub], None] | None = None
 ) -> FastAPI:
@@ -74,7 +86,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = await build_agent_from_settings(settings, knowledge=True)
+        check_registration(settings)
+        bound = await _prepared_accounts(settings)
+        built = await build_agent_from_settings(bound, knowledge=True)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -93,11 +107,9 @@ def create_app(
             built.knowledge,
         )
         authenticator = Authenticator(
-            store,
-            LoginLimiter(server.login_attempts, server.login_window_s),
-            timedelta(hours=server.token_ttl_hours),
+            store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
         )
-        app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
+        app.state.workbench = Workbench(bound, built, store, hub, authenticator, metrics)
         hub.start()
         if on_started is not None:
             on_started(hub)

@@ -1,13 +1,12 @@
-"""Sign-in: Argon2id password hashes, opaque bearer tokens stored only as hashes, and a
-per-(username, client address) limit on failed logins."""
+"""Sign-in: Argon2id password hashes computed behind a ``HashGate``, opaque bearer tokens
+stored only as hashes, limits per client address on failed logins and on sign-ups, and the
+password policy on every new password."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import os
 import secrets
-import time
-from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -15,8 +14,11 @@ from functools import lru_cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from youyou.adapters.settings import ServerSettings
 from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.passwords import check_new_password
 from youyou.workbench.store import UsernameTaken, UserRecord, WorkbenchStore
+from youyou.workbench.throttle import HashGate, LoginLimiter, SlidingWindow
 
 _hasher = PasswordHasher()  # argon2-cffi's defaults are Argon2id with RFC 9106 parameters
 
@@ -42,38 +44,6 @@ def bearer_token(authorization: str | None) -> str | None:
     return value.strip()
 
 
-class LoginLimiter:
-    """Failures per (username, address) in a sliding window; in-process memory only."""
-
-    def __init__(self, attempts: int, window_s: float) -> None:
-        self._attempts = attempts
-        self._window_s = window_s
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        failures = self._failures.setdefault(key, deque())
-        while failures and failures[0] <= now - self._window_s:
-            failures.popleft()
-        return failures
-
-    def check(self, username: str, address: str) -> None:
-        key = (username.lower(), address)
-        now = time.monotonic()
-        failures = self._recent(key, now)
-        if len(failures) >= self._attempts:
-            retry = max(1, int(failures[0] + self._window_s - now) + 1)
-            raise ApiError(ApiCode.AUTH_RATE_LIMITED, headers={"Retry-After": str(retry)})
-        if not failures:
-            self._failures.pop(key, None)
-
-    def failed(self, username: str, address: str) -> None:
-        key = (username.lower(), address)
-        self._recent(key, time.monotonic()).append(time.monotonic())
-
-    def succeeded(self, username: str, address: str) -> None:
-        self._failures.pop((username.lower(), address), None)
-
-
 @dataclass(frozen=True, slots=True)
 class IssuedToken:
     token: str
@@ -81,33 +51,89 @@ class IssuedToken:
     user: UserRecord
 
 
+@dataclass(frozen=True, slots=True)
+class Throttles:
+    """The per-address limits and the hashing gate one server process shares."""
+
+    logins: LoginLimiter
+    registrations: SlidingWindow
+    hashing: HashGate
+
+    @classmethod
+    def of(cls, server: ServerSettings) -> Throttles:
+        concurrency = server.hash_concurrency or os.cpu_count() or 1
+        queue = 2 * concurrency if server.hash_queue is None else server.hash_queue
+        return cls(
+            LoginLimiter(
+                server.login_attempts, server.address_login_attempts, server.login_window_s
+            ),
+            SlidingWindow(
+                server.registration_attempts,
+                server.registration_window_s,
+                ApiCode.AUTH_RATE_LIMITED,
+            ),
+            HashGate(concurrency, queue),
+        )
+
+
 class Authenticator:
-    def __init__(self, store: WorkbenchStore, limiter: LoginLimiter, token_ttl: timedelta) -> None:
+    def __init__(self, store: WorkbenchStore, throttles: Throttles, token_ttl: timedelta) -> None:
         self._store = store
-        self._limiter = limiter
+        self._throttles = throttles
         self._ttl = token_ttl
 
-    async def register(self, username: str, password: str) -> UserRecord:
-        digest = await asyncio.to_thread(_hasher.hash, password)
+    async def register(self, username: str, password: str, address: str) -> UserRecord:
+        """Every attempt that gets as far as the hash counts against the address; a taken name
+        is refused before it (sign-up says whether a name is taken anyway)."""
+        self._throttles.registrations.check(address)
+        check_new_password(password, username)
+        if await self._store.user_by_name(username) is not None:
+            raise ApiError(ApiCode.AUTH_USERNAME_TAKEN)
+        self._throttles.registrations.record(address)
+        digest = await self._throttles.hashing.run(address, _hasher.hash, password)
         try:
             return await self._store.create_user(username, digest)
         except UsernameTaken:
             raise ApiError(ApiCode.AUTH_USERNAME_TAKEN) from None
 
     async def login(self, username: str, password: str, address: str) -> IssuedToken:
-        self._limiter.check(username, address)
-        user = await self._store.user_by_name(username)
-        valid = await asyncio.to_thread(
-            _verify, user.password_hash if user else _dummy_hash(), password
-        )
-        if user is None or not valid:
-            self._limiter.failed(username, address)
-            raise ApiError(ApiCode.AUTH_INVALID_CREDENTIALS)
-        self._limiter.succeeded(username, address)
+        """A token for the right password; the user's dead token rows go at the same time."""
+        user = await self._checked(username, password, address)
         token = secrets.token_urlsafe(32)
-        expires_at = datetime.now(UTC) + self._ttl
-        await self._store.add_token(user.id, token_digest(token), expires_at)
-        return IssuedToken(token, expires_at, user)
+        issued_at = datetime.now(UTC)
+        await self._store.purge_tokens(issued_at, user.id)
+        await self._store.add_token(user.id, token_digest(token), issued_at + self._ttl)
+        return IssuedToken(token, issued_at + self._ttl, user)
+
+    async def _checked(self, username: str, password: str, address: str) -> UserRecord:
+        """The user whose password this is, through the login limits; a wrong password counts
+        as a failed login of that username from that address."""
+        limiter = self._throttles.logins
+        limiter.check(username, address)
+        user = await self._store.user_by_name(username)
+        try:
+            valid = await self._throttles.hashing.run(
+                address, _verify, user.password_hash if user else None, password
+            )
+        except ApiError:
+            limiter.refused(address)
+            raise
+        if user is None or not valid:
+            limiter.failed(username, address)
+            raise ApiError(ApiCode.AUTH_INVALID_CREDENTIALS)
+        limiter.succeeded(username, address)
+        return user
+
+    async def change_password(
+        self, user: UserRecord, token: str, current: str, new: str, address: str
+    ) -> None:
+        """Needs the current password too (a stolen token alone cannot take the account over);
+        every other token of the user is revoked, ``token`` (the one used here) stays."""
+        check_new_password(new, user.username)
+        await self._checked(user.username, current, address)
+        digest = await self._throttles.hashing.run(address, _hasher.hash, new)
+        await self._store.set_password_hash(user.id, digest)
+        await self._store.revoke_user_tokens(user.id, keep=token_digest(token))
 
     async def user_for(self, authorization: str | None) -> UserRecord:
         token = bearer_token(authorization)
@@ -126,9 +152,15 @@ class Authenticator:
         assert token is not None
         await self._store.revoke_token(token_digest(token))
 
+    async def logout_everywhere(self, user: UserRecord) -> None:
+        """Every token of the user, the one of this request included."""
+        await self._store.revoke_user_tokens(user.id)
 
-def _verify(stored_hash: str, password: str) -> bool:
+
+def _verify(stored_hash: str | None, password: str) -> bool:
+    """``None`` (no such user) verifies against the dummy hash, made here in the worker thread
+    on first use, so both answers take as long."""
     try:
-        return _hasher.verify(stored_hash, password)
+        return _hasher.verify(stored_hash or _dummy_hash(), password)
     except (VerificationError, InvalidHashError):
         return False

@@ -31,6 +31,8 @@ class ApiCode(StrEnum):
     AUTH_USERNAME_TAKEN = "AUTH_USERNAME_TAKEN"
     AUTH_REGISTRATION_DISABLED = "AUTH_REGISTRATION_DISABLED"
     AUTH_RATE_LIMITED = "AUTH_RATE_LIMITED"
+    AUTH_PASSWORD_REJECTED = "AUTH_PASSWORD_REJECTED"
+    AUTH_BUSY = "AUTH_BUSY"
     FORBIDDEN = "FORBIDDEN"
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
@@ -62,7 +64,15 @@ CATALOG: dict[str, _Entry] = {
         403, "此服务器已关闭注册", "Registration is disabled on this server"
     ),
     ApiCode.AUTH_RATE_LIMITED: _Entry(
-        429, "登录失败次数过多，请稍后再试", "Too many failed sign-ins; try again later"
+        429, "尝试次数过多，请稍后再试", "Too many attempts from here; try again later"
+    ),
+    ApiCode.AUTH_PASSWORD_REJECTED: _Entry(
+        400,
+        "密码太常见或与用户名过于相近，请换一个",
+        "This password is too common or too close to the username; choose another",
+    ),
+    ApiCode.AUTH_BUSY: _Entry(
+        503, "登录请求过多，请稍后重试", "Too many sign-ins at once; try again in a moment"
     ),
     ApiCode.FORBIDDEN: _Entry(403, "无权访问该资源", "You may not access this resource"),
     ApiCode.NOT_FOUND: _Entry(404, "资源不存在", "Not found"),

@@ -56,6 +56,11 @@ class LoginBody(ApiModel):
     password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
 
 
+class PasswordChange(ApiModel):
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    new_password: Password
+
+
 class UserOut(ApiModel):
     id: str
     username: str

@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 
 from youyou.adapters.settings import Settings, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.workbench.access import check_registration
 from youyou.workbench.connections import RESERVED_DESCRIPTORS, ServeConfig, raise_descriptor_limit
 from youyou.workbench.context import RequestIdFilter
 from youyou.workbench.store import WorkbenchStore
@@ -167,6 +168,7 @@ def app_from_environment() -> FastAPI:
 def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     """``say`` prints the start-up lines (the URL, warnings)."""
     settings = resolved_settings(options)
+    check_registration(settings)
     server = settings.server
     url = make_url(settings.database.url)
     if server.workers > 1 and url.get_backend_name() == "sqlite":
@@ -180,7 +182,7 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     if not is_loopback(server.host):
         say(
             f"warning: listening on {server.host}, reachable from other machines; put TLS "
-            "in front of it and keep registration off unless you mean it."
+            'in front of it and keep registration = "closed" unless you mean it.'
         )
     if uses_demo_model(settings):
         say(

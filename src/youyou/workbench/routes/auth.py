@@ -1,9 +1,13 @@
-"""``/auth``: register, login, logout, who am I, and whether sign-up is open."""
+"""``/auth``: register, login, logout (here or everywhere), change the password, who am I,
+and whether sign-up is open."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
+from youyou.workbench.auth import bearer_token
 from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.routes import COMMON_ERRORS
@@ -14,6 +18,7 @@ from youyou.workbench.schemas import (
     ErrorEnvelope,
     LoginBody,
     LoginOut,
+    PasswordChange,
     UserOut,
 )
 from youyou.workbench.store import UserRecord
@@ -37,38 +42,82 @@ def user_out(user: UserRecord) -> UserOut:
 async def auth_settings(wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[AuthSettingsOut]:
     """Lets a sign-in page hide registration when the server has turned it off."""
     return Envelope(
-        data=AuthSettingsOut(registration=wb.settings.server.registration), request_id=rid
+        data=AuthSettingsOut(registration=wb.settings.server.registration_open), request_id=rid
     )
+
+
+_THROTTLED: dict[int | str, dict[str, Any]] = {
+    429: {"model": ErrorEnvelope, "description": "AUTH_RATE_LIMITED (Retry-After)"},
+    503: {"model": ErrorEnvelope, "description": "AUTH_BUSY: too many sign-ins at once"},
+}
+_WEAK_PASSWORD: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorEnvelope, "description": "AUTH_PASSWORD_REJECTED or invalid fields"}
+}
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 @router.post(
     "/register",
     status_code=201,
     responses={
+        **_THROTTLED,
+        **_WEAK_PASSWORD,
         403: {"model": ErrorEnvelope, "description": "AUTH_REGISTRATION_DISABLED"},
         409: {"model": ErrorEnvelope, "description": "AUTH_USERNAME_TAKEN"},
     },
 )
-async def register(body: Credentials, wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[RegisterOut]:
-    if not wb.settings.server.registration:
+async def register(
+    body: Credentials, request: Request, wb: WorkbenchDep, rid: RequestIdDep
+) -> Envelope[RegisterOut]:
+    """Refused for a common password or one too close to the username (400), and after too
+    many sign-ups from one address (429)."""
+    if not wb.settings.server.registration_open:
         raise ApiError(ApiCode.AUTH_REGISTRATION_DISABLED)
-    user = await wb.auth.register(body.username, body.password)
+    user = await wb.auth.register(body.username, body.password, client_address(request))
     return Envelope(data=RegisterOut(user=user_out(user)), request_id=rid)
 
 
-@router.post(
-    "/login",
-    responses={429: {"model": ErrorEnvelope, "description": "AUTH_RATE_LIMITED (Retry-After)"}},
-)
+@router.post("/login", responses=_THROTTLED)
 async def login(
     body: LoginBody, request: Request, wb: WorkbenchDep, rid: RequestIdDep
 ) -> Envelope[LoginOut]:
-    address = request.client.host if request.client else "unknown"
-    issued = await wb.auth.login(body.username.strip(), body.password, address)
+    """429 after too many failures for this username from this address, or from this address
+    whatever the usernames."""
+    issued = await wb.auth.login(body.username.strip(), body.password, client_address(request))
     data = LoginOut(
         access_token=issued.token, expires_at=issued.expires_at, user=user_out(issued.user)
     )
     return Envelope(data=data, request_id=rid)
+
+
+@router.post(
+    "/password",
+    status_code=204,
+    response_class=Response,
+    responses={
+        **_THROTTLED,
+        **_WEAK_PASSWORD,
+        401: {"model": ErrorEnvelope, "description": "AUTH_INVALID_CREDENTIALS or no token"},
+    },
+)
+async def change_password(
+    body: PasswordChange, request: Request, wb: WorkbenchDep, user: UserDep
+) -> Response:
+    """The current password is checked like a login; every other token of the user is
+    revoked, the one of this request stays valid."""
+    token = bearer_token(request.headers.get("authorization"))
+    assert token is not None  # UserDep has accepted it
+    await wb.auth.change_password(
+        user,
+        token,
+        body.current_password,
+        body.new_password,
+        client_address(request),
+    )
+    return Response(status_code=204)
 
 
 @router.post("/logout", status_code=204, response_class=Response)
@@ -81,3 +130,10 @@ async def logout(request: Request, wb: WorkbenchDep, user: UserDep) -> Response:
 @router.get("/me")
 async def me(user: UserDep, rid: RequestIdDep) -> Envelope[UserOut]:
     return Envelope(data=user_out(user), request_id=rid)
+
+
+@router.post("/logout-all", status_code=204, response_class=Response)
+async def logout_everywhere(wb: WorkbenchDep, user: UserDep) -> Response:
+    """Signs the user out on every device: all their tokens, this one included, are revoked."""
+    await wb.auth.logout_everywhere(user)
+    return Response(status_code=204)

@@ -37,9 +37,10 @@ function route() {
   if (page === "chat") current.view.open(id);
 }
 
-async function signOut() {
+// "/auth/logout" revokes this browser's token; "/auth/logout-all" every token of the user.
+async function signOut(route = "/auth/logout") {
   try {
-    await api("POST", "/auth/logout");
+    await api("POST", route);
   } catch {
     // the token is forgotten here either way
   }
@@ -70,7 +71,8 @@ function enter(signedIn) {
       h("span", { class: "spacer" }),
       h("span", { class: "muted", title: t("signedInAs") }, user.username),
       languagePicker(),
-      h("button", { type: "button", class: "ghost", onclick: signOut }, t("signOut")),
+      h("button", { type: "button", class: "ghost", onclick: () => signOut() }, t("signOut")),
+      h("button", { type: "button", class: "ghost", onclick: () => signOut("/auth/logout-all") }, t("signOutEverywhere")),
     ),
     h("main", { id: "view", class: "view" }),
   );

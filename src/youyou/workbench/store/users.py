@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from datetime import datetime
 from uuid import uuid4
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, or_, select, update
 
 from youyou.adapters.storage.catalog import fold
 from youyou.workbench.store.base import StoreBase, columns_of, now
@@ -36,6 +37,18 @@ class UserTokenQueries(StoreBase):
         async with self._transaction("looking up a user") as conn:
             row = (await conn.execute(query)).one_or_none()
         return None if row is None else UserRecord(*row)
+
+    async def users_by_names(self, usernames: Iterable[str]) -> list[UserRecord]:
+        """The accounts that have these names now (folded), for binding access lists."""
+        folded = sorted({fold(name) for name in usernames})
+        query = select(*_USER).where(users.c.username_folded.in_(folded))
+        async with self._transaction("looking up users") as conn:
+            return [UserRecord(*row) for row in await conn.execute(query)]
+
+    async def set_password_hash(self, user_id: str, password_hash: str) -> None:
+        stmt = update(users).where(users.c.id == user_id).values(password_hash=password_hash)
+        async with self._transaction("changing a password", write=True) as conn:
+            await conn.execute(stmt)
 
     async def add_token(self, user_id: str, token_hash: str, expires_at: datetime) -> None:
         row = {
@@ -71,3 +84,27 @@ class UserTokenQueries(StoreBase):
         )
         async with self._transaction("revoking a token", write=True) as conn:
             await conn.execute(stmt)
+
+    async def revoke_user_tokens(self, user_id: str, keep: str | None = None) -> None:
+        """Every live token of the user except the one whose hash is ``keep``."""
+        stmt = (
+            update(tokens)
+            .where(tokens.c.user_id == user_id, tokens.c.revoked_at.is_(None))
+            .values(revoked_at=now())
+        )
+        if keep is not None:
+            stmt = stmt.where(tokens.c.token_hash != keep)
+        async with self._transaction("revoking a user's tokens", write=True) as conn:
+            await conn.execute(stmt)
+
+    async def purge_tokens(self, before: datetime, user_id: str | None = None) -> int:
+        """Deletes the rows of tokens that no longer sign anyone in (revoked, or expired before
+        ``before``), of one user or of all; returns how many went."""
+        stmt = delete(tokens).where(
+            or_(tokens.c.revoked_at.is_not(None), tokens.c.expires_at <= before)
+        )
+        if user_id is not None:
+            stmt = stmt.where(tokens.c.user_id == user_id)
+        async with self._transaction("purging tokens", write=True) as conn:
+            purged: int = (await conn.execute(stmt)).rowcount
+        return purged
