@@ -110,6 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
             built.mcp,
             settings.memory.close_timeout_s,
             built.knowledge,
+            memories=built.memory_storage,
         )
         authenticator = Authenticator(
             store,

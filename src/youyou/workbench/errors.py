@@ -12,6 +12,7 @@ request, the log line (with the same request id) says why.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,6 +21,8 @@ from typing import Literal, TypeVar
 from youyou.domain.errors import AgentError, ErrorCode
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 Language = Literal["zh-CN", "en"]
 
@@ -151,3 +154,10 @@ async def agent_call(call: Awaitable[T]) -> T:
         return await call
     except AgentError as err:
         raise from_agent_error(err) from err
+
+
+def busy_elsewhere(ledger_id: str, holder: str) -> ApiError:
+    """``TURN_BUSY`` for a session another server process holds: which process (host, pid)
+    goes to the log, never to the client."""
+    logger.info("session %s is held by %s", ledger_id, holder)
+    return ApiError(ApiCode.TURN_BUSY, "busy on another server process")

@@ -36,9 +36,10 @@ from youyou.domain.events import ContextCompacted, ContextUsage, ErrorEvent, Tur
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
+from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
-from youyou.workbench.errors import ApiCode, ApiError, Language, agent_call
+from youyou.workbench.errors import ApiCode, ApiError, Language, agent_call, busy_elsewhere
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
@@ -78,8 +79,10 @@ class SessionHub:
         mcp: McpToolbox | None = None,
         close_timeout_s: float = 10.0,
         knowledge: KnowledgeBase | None = None,
+        memories: MemoryStorage | None = None,
     ) -> None:
         self._agent = agent
+        self._memories = memories
         self._knowledge = knowledge
         self._mcp = mcp or McpToolbox(())
         self._store = store
@@ -273,9 +276,10 @@ class SessionHub:
         return await self._project(chat, handle, usage, compacted=compacted)
 
     async def clear(self, chat: ChatSessionRecord) -> ChatSessionRecord:
-        """The ledger is append-only, so clearing starts a new ledger for the same chat."""
+        """The ledger is append-only, so clearing starts a new ledger for the same chat. What
+        the user clears is not mined for long-term memories first."""
         async with self._writing(chat) as old:
-            await self._sessions.close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
             handle = await agent_call(
                 self._agent.new_session(
@@ -292,8 +296,11 @@ class SessionHub:
             return await self._project(fresh, handle, None, compacted=False)
 
     async def delete(self, chat: ChatSessionRecord) -> None:
+        """A deleted session is not mined for long-term memories, and the memories already
+        extracted from it go with it."""
         async with self._writing(chat):
-            await self._sessions.close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
+            await self._forget_memories_of(chat)
             await self._delete_ledger(chat.ledger_session_id)
             await self._store.delete_chat_session(chat.id)
 
@@ -306,7 +313,7 @@ class SessionHub:
     async def _acquire_lease(self, ledger_id: str) -> None:
         holder = await self._lease.take(ledger_id)
         if holder is not None:
-            raise ApiError(ApiCode.TURN_BUSY, f"in use by another process ({holder})")
+            raise busy_elsewhere(ledger_id, holder)
 
     @asynccontextmanager
     async def _writing(self, chat: ChatSessionRecord) -> AsyncIterator[SessionHandle]:
@@ -322,6 +329,15 @@ class SessionHub:
                 await self._lease.release(ledger_id)
         finally:
             self._sessions.unclaim(ledger_id)
+
+    async def _forget_memories_of(self, chat: ChatSessionRecord) -> None:
+        memories = self._memories
+        if memories is None:
+            return
+        namespace = memory_namespace(chat.owner_id)
+        for memory in await agent_call(memories.list_all(namespace)):
+            if memory.source_session_id == chat.ledger_session_id:
+                await agent_call(memories.delete(namespace, memory.id))
 
     async def _delete_ledger(self, ledger_id: str) -> None:
         catalog = self._agent.session_catalog()

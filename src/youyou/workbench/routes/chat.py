@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.projection import memory_out
 from youyou.workbench.routes import SESSION_ERRORS
@@ -188,7 +188,7 @@ async def reattach(
         return Response(status_code=204)
     relayed = wb.hub.relayed(chat)
     if relayed is None:
-        raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on another process ({holder})")
+        raise busy_elsewhere(chat.ledger_session_id, holder)
     return _sse(wb, relayed, last_event_id)
 
 
