@@ -202,7 +202,9 @@ class SessionHub:
                     tool_use=tool_use,
                     tools=await self._tools(chat.owner_id, username) if tool_use else (),
                 )
-                turn = await agent_call(handle.send_message(blocks, options=options))
+                turn = await agent_call(
+                    handle.send_message(blocks, options=options), handle.model.model_id
+                )
             except BaseException:
                 await self._lease.release(ledger_id)
                 raise
@@ -254,13 +256,15 @@ class SessionHub:
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await agent_call(handle.compact())
+            usage = await agent_call(handle.compact(), handle.model.model_id)
             return await self._after_compaction(chat, handle, before, usage)
 
     async def set_mode(self, chat: ChatSessionRecord, mode_name: str) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await agent_call(handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]))
+            usage = await agent_call(
+                handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]), handle.model.model_id
+            )
             return await self._after_compaction(chat, handle, before, usage)
 
     async def _after_compaction(
@@ -360,7 +364,7 @@ class SessionHub:
         held: list[Frame] = []
         try:
             async for event in turn.events:
-                data = frame_data(event, language)
+                data = frame_data(event, language, handle.model.model_id)
                 if data is None:
                     continue
                 payload = event.payload

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from youyou.adapters.settings import Settings, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.context import RequestIdFilter
+from youyou.workbench.redaction import RedactSecrets
 from youyou.workbench.store import WorkbenchStore
 
 LogFormat = Literal["text", "json"]
@@ -58,14 +59,17 @@ class JsonFormatter(logging.Formatter):
             "request_id": getattr(record, "request_id", "-"),
             "message": record.getMessage(),
         }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:  # ``RedactSecrets`` leaves a redacted traceback here
+            entry["exception"] = record.exc_text
         return json.dumps(entry, ensure_ascii=False)
 
 
 def setup_server_logging(log_format: LogFormat) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
+    handler.addFilter(RedactSecrets())
     handler.setFormatter(
         JsonFormatter()
         if log_format == "json"
