@@ -126,6 +126,21 @@ class ServerSettings(_Section):
     login_window_s: float = Field(300.0, gt=0)
     """After ``login_attempts`` failures within the window, logins for that username and
     client address are refused with 429 until the oldest failure leaves the window."""
+    max_message_chars: PositiveInt = 1024 * 1024
+    """Most characters of text (text blocks and attached files together) one chat message
+    may hold: a pasted log of 1 MiB fits; more is refused with 413 before any work."""
+    # What one user may hold of this process and of the database, so no user can take what
+    # the others need (see docs/workbench.md, "Limits per user").
+    user_open_sessions: PositiveInt = 20
+    """Sessions of one user this process keeps open; their least recently used idle one is
+    closed to make room."""
+    user_running_turns: PositiveInt = 4
+    """Turns of one user running at once in this process."""
+    user_streams: PositiveInt = 20
+    """SSE responses (sends and re-attaches) of one user open at once in this process."""
+    user_stored_sessions: PositiveInt = 10_000
+    user_prompts: PositiveInt = 500
+    user_knowledge_documents: PositiveInt = 1_000
 
 
 class DatabaseSettings(_Section):

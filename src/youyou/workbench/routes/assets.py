@@ -5,6 +5,7 @@ Every query is scoped by the signed-in owner; another user's id is simply unknow
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, File, Response, UploadFile
@@ -151,7 +152,8 @@ async def upload_skill(
     """Every failing rule is reported at once, in the client's language."""
     content = await file.read(MAX_SKILL_BYTES + 1)
     try:
-        parsed = parse_skill_md(file.filename or "", content)
+        # YAML front matter can be costly to parse (aliases): off the event loop.
+        parsed = await asyncio.to_thread(parse_skill_md, file.filename or "", content)
     except SkillValidationError as exc:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, exc.render(lang)) from None
     try:

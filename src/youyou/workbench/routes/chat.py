@@ -86,6 +86,19 @@ def _blocks(body: SendBody) -> list[ContentBlock]:
     return blocks
 
 
+def _check_length(blocks: list[ContentBlock], limit: int) -> None:
+    """413 for a message over ``max_message_chars``, before any work is done on it (counting
+    the tokens of a huge text alone would hold up every other request)."""
+    chars = sum(
+        len(block.text) for block in blocks if isinstance(block, TextBlock | FileContentBlock)
+    )
+    if chars > limit:
+        raise ApiError(
+            ApiCode.PAYLOAD_TOO_LARGE,
+            f"a message holds at most {limit} characters of text; this one has {chars}",
+        )
+
+
 def _sse(wb: WorkbenchDep, stream: FrameSource, after: int) -> StreamingResponse:
     return StreamingResponse(
         stream.follow(after, wb.settings.server.keepalive_s),
@@ -161,8 +174,10 @@ async def send_message(
     """Streams the answer. Leaving the stream does not cancel the turn; only
     ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
     an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
+    blocks = _blocks(body)
+    _check_length(blocks, wb.settings.server.max_message_chars)
     chat = await owned(wb, user, session_id)
-    stream = await wb.hub.send(chat, _blocks(body), lang, user.username)
+    stream = await wb.hub.send(chat, blocks, lang, user.username)
     return _sse(wb, stream, 0)
 
 
