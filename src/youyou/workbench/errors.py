@@ -39,6 +39,8 @@ class ApiCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
     TURN_BUSY = "TURN_BUSY"
+    USER_LIMIT_REACHED = "USER_LIMIT_REACHED"
+    SERVER_AT_CAPACITY = "SERVER_AT_CAPACITY"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     CHAT_CONTEXT_LIMIT_REACHED = "CHAT_CONTEXT_LIMIT_REACHED"
     MODEL_ERROR = "MODEL_ERROR"
@@ -79,6 +81,14 @@ CATALOG: dict[str, _Entry] = {
     ),
     ApiCode.TURN_BUSY: _Entry(
         409, "该会话正在生成回答，请稍后再试", "A turn is already running in this session"
+    ),
+    ApiCode.USER_LIMIT_REACHED: _Entry(
+        429,
+        "已达到你在此服务器上的使用上限",
+        "You have reached one of your limits on this server",
+    ),
+    ApiCode.SERVER_AT_CAPACITY: _Entry(
+        503, "服务器繁忙，请稍后重试", "The server is at capacity; try again shortly"
     ),
     ApiCode.PAYLOAD_TOO_LARGE: _Entry(413, "请求体过大", "The request body is too large"),
     ApiCode.CHAT_CONTEXT_LIMIT_REACHED: _Entry(
@@ -185,3 +195,12 @@ def busy_elsewhere(ledger_id: str, holder: str) -> ApiError:
     goes to the log, never to the client."""
     logger.info("session %s is held by %s", ledger_id, holder)
     return ApiError(ApiCode.TURN_BUSY, "busy on another server process")
+
+
+def check_user_limit(used: int, limit: int, what: str, setting: str) -> None:
+    """``USER_LIMIT_REACHED`` when one more of ``what`` would pass the user's ``[server]``
+    ``setting``; the message names only the user's own use."""
+    if used >= limit:
+        raise ApiError(
+            ApiCode.USER_LIMIT_REACHED, f"you have {used} of your {limit} {what} ({setting})"
+        )

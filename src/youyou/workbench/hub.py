@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
@@ -39,7 +40,14 @@ from youyou.domain.turn import OutcomeStatus
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
-from youyou.workbench.errors import ApiCode, ApiError, Language, agent_call, busy_elsewhere
+from youyou.workbench.errors import (
+    ApiCode,
+    ApiError,
+    Language,
+    agent_call,
+    busy_elsewhere,
+    check_user_limit,
+)
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
@@ -61,6 +69,7 @@ def memory_namespace(owner_id: str) -> str:
 @dataclass(slots=True)
 class _Running:
     ledger_id: str
+    owner_id: str
     stream: TurnStream
     turn: RunningTurn
     task: asyncio.Task[None]
@@ -97,7 +106,10 @@ class SessionHub:
             self._lease,
             idle_s=settings.session_idle_s,
             close_timeout_s=close_timeout_s,
+            user_open_sessions=settings.user_open_sessions,
         )
+        self._limits = settings
+        self._streams: Counter[str] = Counter()  # open SSE responses by user
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
@@ -148,16 +160,22 @@ class SessionHub:
     async def create(
         self, owner_id: str, title: str | None, model_id: str | None
     ) -> ChatSessionRecord:
+        """The session's ledger is written and the session closed again at once: it is opened
+        on its first send, so creating sessions takes no open-session slot."""
         self._require_accepting()
-        handle = await agent_call(
-            self._agent.new_session(
-                SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
-            )
+        stored = await self._store.count_chat_sessions(owner_id)
+        check_user_limit(
+            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
         )
-        if self._default_mode is not MemoryMode.EVERY_N_TURNS:
-            await handle.set_memory_mode(self._default_mode)
+        config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
+        handle = await self._sessions.opening(lambda: self._agent.new_session(config))
+        try:
+            if self._default_mode is not MemoryMode.EVERY_N_TURNS:
+                await agent_call(handle.set_memory_mode(self._default_mode))
+            usage = handle.usage()
+        finally:
+            await handle.close(extract_memories=False)
         now = datetime.now(UTC)
-        usage = handle.usage()
         record = ChatSessionRecord(
             id=handle.session_id,
             owner_id=owner_id,
@@ -175,7 +193,6 @@ class SessionHub:
             last_compacted_at=None,
         )
         await self._store.create_chat_session(record)
-        self._sessions.add(handle)
         return record
 
     async def send(
@@ -189,12 +206,13 @@ class SessionHub:
         ``error`` frames of the turn are in ``language``; ``username`` decides which MCP
         servers' tools are offered and which knowledge sources ``search_knowledge`` reads."""
         self._require_accepting()
+        self._check_running_turns(chat.owner_id)
         ledger_id = chat.ledger_session_id
         await self._sessions.claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
-                handle = await self._sessions.handle(ledger_id)
+                handle = await self._sessions.handle(ledger_id, chat.owner_id)
                 tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
                 options = await turn_options(
                     self._store,
@@ -215,7 +233,7 @@ class SessionHub:
         task = asyncio.get_running_loop().create_task(
             self._pump(chat, handle, turn, stream, language)
         )
-        self._turns[chat.id] = _Running(ledger_id, stream, turn, task)
+        self._turns[chat.id] = _Running(ledger_id, chat.owner_id, stream, turn, task)
         self._metrics.active_streams.inc()
         return stream
 
@@ -225,6 +243,31 @@ class SessionHub:
         knowledge = self._knowledge
         searching = (knowledge.tool(owner_id, username),) if knowledge is not None else ()
         return (*await self._mcp.tools(username), *searching)
+
+    def _check_running_turns(self, owner_id: str) -> None:
+        running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
+        limit = self._limits.user_running_turns
+        check_user_limit(running, limit, "turns running", "user_running_turns")
+
+    def check_streams(self, owner_id: str) -> None:
+        """``USER_LIMIT_REACHED`` when the user has ``user_streams`` SSE responses open."""
+        limit = self._limits.user_streams
+        check_user_limit(self._streams[owner_id], limit, "streams open", "user_streams")
+
+    def followed(self, owner_id: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """An SSE body counted among the user's open streams while it is read."""
+        self.check_streams(owner_id)
+        return self._counted(owner_id, frames)
+
+    async def _counted(self, owner_id: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        self._streams[owner_id] += 1
+        try:
+            async for chunk in frames:
+                yield chunk
+        finally:
+            self._streams[owner_id] -= 1
+            if not self._streams[owner_id]:
+                del self._streams[owner_id]
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -285,17 +328,14 @@ class SessionHub:
         async with self._writing(chat) as old:
             await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
-            handle = await agent_call(
-                self._agent.new_session(
-                    SessionConfig(
-                        model_id=old.config.pinned.model_id,
-                        memory_namespace=old.config.pinned.memory_namespace,
-                    )
-                )
+            config = SessionConfig(
+                model_id=old.config.pinned.model_id,
+                memory_namespace=old.config.pinned.memory_namespace,
             )
+            handle = await self._sessions.opening(lambda: self._agent.new_session(config))
             if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
                 await handle.set_memory_mode(old.memory_mode)
-            self._sessions.add(handle)
+            self._sessions.add(handle, chat.owner_id)
             fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
             return await self._project(fresh, handle, None, compacted=False)
 
@@ -328,7 +368,7 @@ class SessionHub:
         try:
             await self._acquire_lease(ledger_id)
             try:
-                yield await self._sessions.handle(ledger_id)
+                yield await self._sessions.handle(ledger_id, chat.owner_id)
             finally:
                 await self._lease.release(ledger_id)
         finally:

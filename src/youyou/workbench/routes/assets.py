@@ -15,7 +15,7 @@ from youyou.domain.skill_md import SkillValidationError, parse_skill_md
 from youyou.domain.skill_messages import MAX_SKILL_BYTES
 from youyou.workbench.assembly import read_configuration
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.errors import ApiCode, ApiError, check_user_limit
 from youyou.workbench.hub import memory_namespace
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import (
@@ -105,6 +105,8 @@ async def put_configuration(
 async def create_prompt(
     body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[PromptOut]:
+    prompts = len(await wb.store.list_prompts(user.id))
+    check_user_limit(prompts, wb.settings.server.user_prompts, "prompts", "user_prompts")
     prompt = await wb.store.create_prompt(user.id, body.label, body.content)
     return Envelope(data=prompt_out(prompt), request_id=rid)
 

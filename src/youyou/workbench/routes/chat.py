@@ -99,9 +99,9 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
         )
 
 
-def _sse(wb: WorkbenchDep, stream: FrameSource, after: int) -> StreamingResponse:
+def _sse(wb: WorkbenchDep, user: UserRecord, stream: FrameSource, after: int) -> StreamingResponse:
     return StreamingResponse(
-        stream.follow(after, wb.settings.server.keepalive_s),
+        wb.hub.followed(user.id, stream.follow(after, wb.settings.server.keepalive_s)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -177,8 +177,9 @@ async def send_message(
     blocks = _blocks(body)
     _check_length(blocks, wb.settings.server.max_message_chars)
     chat = await owned(wb, user, session_id)
+    wb.hub.check_streams(user.id)  # before the turn starts: a refusal then stores nothing
     stream = await wb.hub.send(chat, blocks, lang, user.username)
-    return _sse(wb, stream, 0)
+    return _sse(wb, user, stream, 0)
 
 
 @router.get(
@@ -197,14 +198,14 @@ async def reattach(
     chat = await owned(wb, user, session_id)
     stream = wb.hub.stream_of(chat.id)
     if stream is not None:
-        return _sse(wb, stream, last_event_id)
+        return _sse(wb, user, stream, last_event_id)
     holder = await wb.hub.running_elsewhere(chat)
     if holder is None:
         return Response(status_code=204)
     relayed = wb.hub.relayed(chat)
     if relayed is None:
         raise busy_elsewhere(chat.ledger_session_id, holder)
-    return _sse(wb, relayed, last_event_id)
+    return _sse(wb, user, relayed, last_event_id)
 
 
 @router.post("/{session_id}/cancel")
