@@ -14,7 +14,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
@@ -54,6 +53,7 @@ from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data
+from youyou.workbench.user_streams import UserStreams
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class SessionHub:
             user_open_sessions=settings.user_open_sessions,
         )
         self._limits = settings
-        self._streams: Counter[str] = Counter()  # open SSE responses by user
+        self.streams = UserStreams(settings.user_streams)
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
@@ -248,26 +248,6 @@ class SessionHub:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
         limit = self._limits.user_running_turns
         check_user_limit(running, limit, "turns running", "user_running_turns")
-
-    def check_streams(self, owner_id: str) -> None:
-        """``USER_LIMIT_REACHED`` when the user has ``user_streams`` SSE responses open."""
-        limit = self._limits.user_streams
-        check_user_limit(self._streams[owner_id], limit, "streams open", "user_streams")
-
-    def followed(self, owner_id: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """An SSE body counted among the user's open streams while it is read."""
-        self.check_streams(owner_id)
-        return self._counted(owner_id, frames)
-
-    async def _counted(self, owner_id: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        self._streams[owner_id] += 1
-        try:
-            async for chunk in frames:
-                yield chunk
-        finally:
-            self._streams[owner_id] -= 1
-            if not self._streams[owner_id]:
-                del self._streams[owner_id]
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)

@@ -101,7 +101,7 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
 
 def _sse(wb: WorkbenchDep, user: UserRecord, stream: FrameSource, after: int) -> StreamingResponse:
     return StreamingResponse(
-        wb.hub.followed(user.id, stream.follow(after, wb.settings.server.keepalive_s)),
+        wb.hub.streams.followed(user.id, stream.follow(after, wb.settings.server.keepalive_s)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -177,7 +177,7 @@ async def send_message(
     blocks = _blocks(body)
     _check_length(blocks, wb.settings.server.max_message_chars)
     chat = await owned(wb, user, session_id)
-    wb.hub.check_streams(user.id)  # before the turn starts: a refusal then stores nothing
+    wb.hub.streams.check(user.id)  # before the turn starts: a refusal then stores nothing
     stream = await wb.hub.send(chat, blocks, lang, user.username)
     return _sse(wb, user, stream, 0)
 
