@@ -30,9 +30,8 @@ from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from youyou.adapters.settings import load_settings
 from youyou.workbench.app import create_app
-from youyou.workbench.context import RequestIdFilter
 from youyou.workbench.hub import SessionHub
-from youyou.workbench.server import uvicorn_config
+from youyou.workbench.server import server_log_handler, uvicorn_config
 
 _SCRIPT = Path(sys.executable).with_name("youyou")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "youyou"]
@@ -227,11 +226,7 @@ class InProcessServer(_Listening):
             server.run()
 
     def _capture_log(self) -> None:
-        handler = logging.FileHandler(self.log_path, encoding="utf-8")
-        handler.addFilter(RequestIdFilter())
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
-        )
+        handler = server_log_handler(logging.FileHandler(self.log_path, encoding="utf-8"), "text")
         root = logging.getLogger()
         self._root_level = root.level
         root.setLevel(logging.INFO)

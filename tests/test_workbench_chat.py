@@ -465,6 +465,48 @@ def test_long_term_memories_are_per_user(start_workbench: StartWorkbench) -> Non
     assert len(messages(alice, alice_session)) == 4
 
 
+def extraction_requests(wb: Workbench) -> list[RecordedRequest]:
+    return [
+        r
+        for r in wb.model.requests
+        if r.json.get("messages") and r.json["messages"][0]["content"] == MEMORY_EXTRACTION_PROMPT
+    ]
+
+
+def test_deleting_or_clearing_a_session_never_mines_it_for_memories(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(memory=True)
+    wb.model.default = remembering
+    api = wb.user("alice")
+    deleted, cleared = api.new_session()["id"], api.new_session()["id"]
+    api.send(deleted, "my vault code is 1234, ALPHA")
+    api.send(cleared, "my vault code is 1234, BRAVO")
+    api.data("DELETE", f"/chat/sessions/{deleted}", 204)
+    api.data("DELETE", f"/chat/sessions/{cleared}/messages")
+    assert extraction_requests(wb) == []
+    assert api.data("GET", "/chat/memories") == []
+
+
+def test_deleting_a_session_deletes_the_memories_extracted_from_it(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(memory=True, extra="[agent]\nmemory_checkpoint_interval = 1")
+    wb.model.default = remembering
+    api = wb.user("alice")
+    doomed, kept = api.new_session()["id"], api.new_session()["id"]
+    # the second extraction sees the first memory too: ``remembering`` takes ALPHA first
+    api.send(doomed, "my vault code is BRAVO")
+    api.send(kept, "my vault code is ALPHA")
+    deadline = time.monotonic() + 20
+    while len(api.data("GET", "/chat/memories")) < 2:
+        assert time.monotonic() < deadline, "the checkpoints extracted no memories"
+        time.sleep(0.2)
+    api.data("DELETE", f"/chat/sessions/{doomed}", 204)
+    [left] = api.data("GET", "/chat/memories")
+    assert left["content"] == "ALPHA runs postgres 15"
+
+
 # -- images ---------------------------------------------------------------------------------------
 
 PNG = base64.b64encode(

@@ -1,9 +1,17 @@
-"""The error catalog: kernel failures become API codes without leaking their details."""
+"""The error catalog: kernel failures become API codes without leaking their details; a
+provider's failure reaches the user as the catalog's message and the log, redacted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
+from fakes.openai_server import openai_error
+from server_kit import MODEL, Workbench
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.workbench.errors import ApiCode, catalog_message, from_agent_error, language_of
+from youyou.workbench.redaction import redact
 
 
 def test_a_storage_failure_is_503_with_retry_after_and_no_sql() -> None:
@@ -33,3 +41,60 @@ def test_messages_are_chinese_unless_english_comes_first() -> None:
     assert language_of("zh-CN,en;q=0.8") == "zh-CN"
     assert catalog_message(ApiCode.NOT_FOUND, "en") == "Not found"
     assert catalog_message(ApiCode.NOT_FOUND, "zh-CN", "x") == "资源不存在：x"
+
+
+# -- over real HTTP: a provider's failure reaches the user as the catalog's message -------------
+
+SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+PROVIDER_TEXT = f"Incorrect API key provided: Bearer {SECRET}."
+
+
+def test_a_provider_failure_shows_the_catalog_message_and_logs_the_details_redacted(
+    start_workbench: Callable[..., Workbench],
+) -> None:
+    wb = start_workbench()
+    api = wb.user("alice")
+    sid = api.new_session()["id"]
+    assert api.send(sid, "hello")[-1].event == "turn_complete"
+
+    wb.model.enqueue(openai_error(401, PROVIDER_TEXT, code="invalid_api_key"))
+    headers = {"X-Request-ID": "rid-model-401", "Accept-Language": "en"}
+    [frame] = [f for f in api.send(sid, "again", headers=headers) if f.event == "error"]
+    assert frame.data["code"] == "MODEL_ERROR"
+    message = frame.data["message"]
+    assert message.startswith(f"The model call failed ({MODEL}); try again")
+    for leaked in ("127.0.0.1", "/v1", "sk-live", "Incorrect API key", "401"):
+        assert leaked not in message
+
+    wb.model.enqueue(openai_error(401, PROVIDER_TEXT, code="invalid_api_key"))
+    compact = api.error("POST", f"/chat/sessions/{sid}/memory:compact", 502)
+    assert compact["code"] == "MODEL_ERROR"
+    assert compact["message"].startswith(f"模型调用失败（{MODEL}）")
+    assert "127.0.0.1" not in compact["message"] and "sk-live" not in compact["message"]
+
+    log = wb.server.log()
+    [line] = [line for line in log.splitlines() if "[rid-model-401]" in line and "failed" in line]
+    assert f"model {MODEL} failed" in line and "HTTP 401: Incorrect API key" in line
+    assert line.endswith("Incorrect API key provided: Bearer [redacted].")
+    assert SECRET not in log and SECRET[8:] not in log
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (f"HTTP 401: {PROVIDER_TEXT}", "HTTP 401: Incorrect API key provided: Bearer [redacted]."),
+        (f"key {SECRET} rejected", "key sk-[redacted] rejected"),
+        ("postgresql://bob:hunter2@db:5432/x", "postgresql://bob:[redacted]@db:5432/x"),
+        ('{"api_key": "abc123", "x": 1}', '{"api_key": "[redacted]", "x": 1}'),
+        ("url?password=pw1&user=bob", "url?password=[redacted]&user=bob"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: [redacted]"),
+        ("Token expired; basic auth failed", "Token expired; basic auth failed"),
+    ],
+)
+def test_credentials_are_redacted_and_the_rest_kept(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+def test_a_client_refusal_keeps_its_reason_without_credentials() -> None:
+    error = from_agent_error(AgentError(ErrorCode.INPUT_VALIDATION, f"bad key {SECRET}"))
+    assert error.detail == "bad key sk-[redacted]"

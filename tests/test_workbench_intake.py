@@ -4,6 +4,7 @@ first, a slow body is cut off, and a NUL character is a 400 on both backends."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
@@ -17,6 +18,8 @@ from server_kit import Api, Workbench, try_send
 
 StartWorkbench = Callable[..., Workbench]
 MIB = 1024 * 1024
+PNG_HEAD = b"\x89PNG\r\n\x1a\n"
+JSON = {"Content-Type": "application/json"}
 
 
 def rss_bytes(pid: int) -> int:
@@ -131,3 +134,21 @@ def test_a_nul_character_is_an_invalid_argument_everywhere(
     )
     assert stored["content"] == "a\\u0000b"
     anonymous.close()
+
+
+def test_a_signed_in_message_may_be_larger_than_other_bodies(
+    start_workbench: StartWorkbench,
+) -> None:
+    """Only messages and uploads reach ``max_body_bytes``: a 3 MiB screenshot in a message is
+    read and answered, while the same body sent to another route stops at 1 MiB."""
+    wb = start_workbench()
+    api = wb.user("ann")
+    session = api.new_session()
+    screenshot = base64.b64encode(PNG_HEAD + b"\0" * (3 * MIB)).decode()
+    content = [
+        {"type": "text", "text": "what does this graph say?"},
+        {"type": "image", "mimeType": "image/png", "dataBase64": screenshot},
+    ]
+    assert api.send(session["id"], content)[-1].event == "turn_complete"
+    body = json.dumps({"label": "x", "content": screenshot})
+    api.error("POST", "/chat/prompts", 413, content=body, headers=JSON)

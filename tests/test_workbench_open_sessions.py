@@ -21,6 +21,7 @@ from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 
 HOLDER = "test-process"
+OWNER = "user-1"
 
 
 @pytest.fixture
@@ -41,7 +42,9 @@ async def agent_on(storage: SqlSessionStorage, *answers: str) -> Agent:
 
 def open_sessions(agent: Agent, storage: SqlSessionStorage, idle_s: float = 60.0) -> OpenSessions:
     lease = LeaseTaker(storage.leases(), HOLDER, ttl_s=30.0)
-    return OpenSessions(agent, storage, lease, idle_s=idle_s, close_timeout_s=5.0)
+    return OpenSessions(
+        agent, storage, lease, idle_s=idle_s, close_timeout_s=5.0, user_open_sessions=100
+    )
 
 
 async def say(agent: Agent, session_id: str, message: str) -> None:
@@ -91,14 +94,14 @@ async def test_a_session_is_resumed_on_demand_and_reopened_after_another_writer(
     await created.close(extract_memories=False)
     sessions = open_sessions(agent, storage)
 
-    handle = await sessions.handle(created.session_id)
+    handle = await sessions.handle(created.session_id, OWNER)
     assert len(sessions) == 1
     assert handle.last_seq == created.last_seq
-    assert await sessions.handle(created.session_id) is handle  # kept open
+    assert await sessions.handle(created.session_id, OWNER) is handle  # kept open
 
     other_process = await agent_on(storage, "second answer")
     await say(other_process, created.session_id, "again")
-    reopened = await sessions.handle(created.session_id)
+    reopened = await sessions.handle(created.session_id, OWNER)
     assert reopened is not handle
     assert reopened.last_seq == await storage.last_seq(created.session_id) > handle.last_seq
     assert len(sessions) == 1
@@ -110,14 +113,14 @@ async def test_idle_sessions_are_closed_but_a_claimed_one_stays_open(
     agent = await agent_on(storage)
     sessions = open_sessions(agent, storage, idle_s=0.05)
     idle, busy = await agent.new_session(), await agent.new_session()
-    sessions.add(idle)
-    sessions.add(busy)
+    sessions.add(idle, OWNER)
+    sessions.add(busy, OWNER)
     await sessions.claim(busy.session_id)
     async with reaping(sessions):
         await eventually(lambda: idle.is_closed, what="the idle session closed")
         assert len(sessions) == 1
         assert not busy.is_closed
-        assert await sessions.handle(busy.session_id) is busy
+        assert await sessions.handle(busy.session_id, OWNER) is busy
         await lease_released(storage, idle.session_id)
 
 
@@ -127,7 +130,7 @@ async def test_the_reaper_keeps_a_session_whose_lease_another_process_holds(
     agent = await agent_on(storage)
     sessions = open_sessions(agent, storage, idle_s=0.02)
     handle = await agent.new_session()
-    sessions.add(handle)
+    sessions.add(handle, OWNER)
     assert await storage.leases().acquire(handle.session_id, "other-process", 30.0) is None
     async with reaping(sessions):
         await asyncio.sleep(0.2)  # several passes of the reaper
@@ -145,7 +148,7 @@ async def test_close_all_closes_every_session_and_releases_its_lease(
     sessions = open_sessions(agent, storage)
     handles = [await agent.new_session() for _ in range(3)]
     for handle in handles:
-        sessions.add(handle)
+        sessions.add(handle, OWNER)
     await sessions.close_all()
     assert len(sessions) == 0
     for handle in handles:

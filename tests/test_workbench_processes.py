@@ -106,7 +106,10 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
     busy = on_a.error("POST", f"/chat/sessions/{sid}/messages", 409, json={"content": "second"})
     assert busy["code"] == "TURN_BUSY"
     assert b.process is not None
-    assert f"youyou serve, pid {b.process.pid} on " in busy["message"]  # names b
+    holder = f"youyou serve, pid {b.process.pid} on "
+    assert "another server process" in busy["message"]
+    assert holder not in busy["message"], "the client learns no host or pid"
+    assert holder in a.log(), "the holder is in the refusing process's log"
     mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
     assert mode["code"] == "TURN_BUSY"
 

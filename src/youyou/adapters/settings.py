@@ -161,6 +161,22 @@ class ServerSettings(_Section):
     """Sign-ins waiting for a hashing slot, beyond which one more is refused at once with 503;
     None: 2 × ``hash_concurrency``, so a sign-in waits at most about three hash times."""
 
+    max_message_chars: PositiveInt = 1024 * 1024
+    """Most characters of text (text blocks and attached files together) one chat message
+    may hold: a pasted log of 1 MiB fits; more is refused with 413 before any work."""
+    # What one user may hold of this process and of the database, so no user can take what
+    # the others need (see docs/workbench.md, "Limits per user").
+    user_open_sessions: PositiveInt = 20
+    """Sessions of one user this process keeps open; their least recently used idle one is
+    closed to make room."""
+    user_running_turns: PositiveInt = 4
+    """Turns of one user running at once in this process."""
+    user_streams: PositiveInt = 20
+    """SSE responses (sends and re-attaches) of one user open at once in this process."""
+    user_stored_sessions: PositiveInt = 10_000
+    user_prompts: PositiveInt = 500
+    user_knowledge_documents: PositiveInt = 1_000
+
     @field_validator("registration", mode="before")
     @classmethod
     def _old_switch(cls, value: Any) -> Any:

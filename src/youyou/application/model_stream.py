@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from youyou.application.model_router import ModelRegistry
 from youyou.application.turn_stream import TurnChannel
 from youyou.domain.bulk import built
+from youyou.domain.content import valid_unicode, valid_unicode_value
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ModelWaiting, ReasoningDeltaEvent, TextDeltaEvent
 from youyou.domain.model import (
@@ -60,7 +61,9 @@ async def stream_response(
     models: ModelRegistry, request: ChatRequest, channel: TurnChannel, *, wait_notice_s: float
 ) -> ModelResponse:
     """Forward deltas as they arrive; a cancel interrupts the stream at once. Until the first
-    event, ``ModelWaiting`` progress is emitted every ``wait_notice_s``."""
+    event, ``ModelWaiting`` progress is emitted every ``wait_notice_s``. The model's text
+    enters the kernel here, so it is made encodable here (``valid_unicode``) for the client
+    and the ledger alike."""
     provider = models.route(request.model_id).provider
     response = ModelResponse()
     waiting = asyncio.ensure_future(_announce_waiting(channel, wait_notice_s))
@@ -69,16 +72,17 @@ async def stream_response(
         async for event in provider.chat(request, channel.cancel_token):
             waiting.cancel()
             if isinstance(event, TextDelta):
-                response.text.append(event.text)
-                channel.emit(built(TextDeltaEvent, {"type": "text_delta", "text": event.text}))
+                text = valid_unicode(event.text)
+                response.text.append(text)
+                channel.emit(built(TextDeltaEvent, {"type": "text_delta", "text": text}))
             elif isinstance(event, ReasoningDelta):
-                channel.emit(ReasoningDeltaEvent(text=event.text))
+                channel.emit(ReasoningDeltaEvent(text=valid_unicode(event.text)))
             elif isinstance(event, ToolCallRequested):
                 response.tool_calls.append(
                     RequestedToolCall(
-                        call_id=event.call_id,
-                        tool_name=event.tool_name,
-                        requested_arguments=event.arguments,
+                        call_id=valid_unicode(event.call_id),
+                        tool_name=valid_unicode(event.tool_name),
+                        requested_arguments=valid_unicode_value(event.arguments),
                     )
                 )
             elif isinstance(event, Done):

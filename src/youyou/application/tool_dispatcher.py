@@ -35,6 +35,7 @@ from youyou.domain.tool import (
     ToolDescriptor,
     ToolInput,
     truncate_tool_output,
+    valid_tool_output,
 )
 from youyou.domain.tool_schema import argument_problems, compiled_schema
 from youyou.ports.tool import ToolHandler
@@ -221,7 +222,7 @@ class ToolDispatcher:
                 f"tool {r.tool_name!r} returned {type(output).__name__}, expected ToolOutput",
             )
         call.duration_ms = int((time.perf_counter() - started) * 1000)
-        call.output = truncate_tool_output(output)
+        call.output = truncate_tool_output(valid_tool_output(output))
 
     async def _commit(
         self, ctx: BatchContext, call: _Call, *, hook: bool = True

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Sequence
-from typing import Annotated, Literal, final
+from typing import Annotated, Any, Literal, final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +105,33 @@ def check_text(text: str, what: str) -> None:
             f"{what} is not valid Unicode text (a lone surrogate at character {exc.start}): "
             "was it read from a file or pipe that is not UTF-8?"
         ) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD.
+
+    A model or tool may produce one (a JSON ``"\\ud800"`` escape, bytes decoded with
+    ``surrogateescape``); such text cannot be encoded, so it could be neither streamed to a
+    client nor stored in the ledger, and the answer would be lost. User input is refused
+    instead (``check_text``): there the user can fix it."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+
+
+def valid_unicode_value(value: Any) -> Any:
+    """``valid_unicode`` through a JSON value (a tool call's arguments): keys and strings."""
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, dict):
+        return {valid_unicode(str(k)): valid_unicode_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_unicode_value(item) for item in value]
+    return value
 
 
 def validate_user_input(blocks: Sequence[TextBlock | ImageBlock | FileContentBlock]) -> None:

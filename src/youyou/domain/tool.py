@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from youyou.domain.content import valid_unicode, valid_unicode_value
 from youyou.domain.ledger import ToolOutput
 from youyou.domain.templates import TOOL_OUTPUT_LIMIT_BYTES, TOOL_OUTPUT_TRUNCATED_SUFFIX
 from youyou.domain.tool_schema import compiled_schema
@@ -77,6 +78,15 @@ class ResolvedToolCall(_Frozen):
     requested_arguments: dict[str, Any]
     effective_arguments: dict[str, Any]
     mutating: bool
+
+
+def valid_tool_output(output: ToolOutput) -> ToolOutput:
+    """A tool's text made encodable (``valid_unicode``) before it is streamed or stored."""
+    content = valid_unicode(output.content)
+    metadata = valid_unicode_value(output.metadata)
+    if content is output.content and metadata == output.metadata:
+        return output
+    return output.model_copy(update={"content": content, "metadata": metadata})
 
 
 def truncate_tool_output(output: ToolOutput) -> ToolOutput:

@@ -105,6 +105,7 @@ def create_app(
             built.mcp,
             settings.memory.close_timeout_s,
             built.knowledge,
+            memories=built.memory_storage,
         )
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
@@ -133,7 +134,8 @@ def create_app(
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
     )
-    for router in (auth.router, assets.router, knowledge.router, chat.router, ops.router):
+    routers = (auth.router, assets.router, knowledge.router, chat.router, ops.router)
+    for router in routers:
         app.include_router(router)
     describe_real_responses(app)
 
@@ -163,5 +165,7 @@ def create_app(
         return _error_response(request, ApiError(ApiCode.INTERNAL_ERROR))
 
     serve_web_ui(app, WebUi.load())
-    app.add_middleware(RequestContext, metrics=metrics, limits=BodyLimits.of(settings.server))
+    app.add_middleware(
+        RequestContext, metrics=metrics, limits=BodyLimits.of(settings.server, routers)
+    )
     return app

@@ -12,14 +12,18 @@ request, the log line (with the same request id) says why.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, TypeVar
 
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.workbench.redaction import redact
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 Language = Literal["zh-CN", "en"]
 
@@ -38,6 +42,8 @@ class ApiCode(StrEnum):
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
     TURN_BUSY = "TURN_BUSY"
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
+    USER_LIMIT_REACHED = "USER_LIMIT_REACHED"
+    SERVER_AT_CAPACITY = "SERVER_AT_CAPACITY"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     CHAT_CONTEXT_LIMIT_REACHED = "CHAT_CONTEXT_LIMIT_REACHED"
     MODEL_ERROR = "MODEL_ERROR"
@@ -48,9 +54,14 @@ class ApiCode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
+    """``zh_about``/``en_about``: the message when a detail is given, which fills ``{detail}``;
+    without them a detail follows the message after a colon."""
+
     status: int
     zh: str
     en: str
+    zh_about: str | None = None
+    en_about: str | None = None
 
 
 CATALOG: dict[str, _Entry] = {
@@ -85,6 +96,14 @@ CATALOG: dict[str, _Entry] = {
     ApiCode.REQUEST_TIMEOUT: _Entry(
         408, "请求体发送超时", "The request body did not arrive in time"
     ),
+    ApiCode.USER_LIMIT_REACHED: _Entry(
+        429,
+        "已达到你在此服务器上的使用上限",
+        "You have reached one of your limits on this server",
+    ),
+    ApiCode.SERVER_AT_CAPACITY: _Entry(
+        503, "服务器繁忙，请稍后重试", "The server is at capacity; try again shortly"
+    ),
     ApiCode.PAYLOAD_TOO_LARGE: _Entry(413, "请求体过大", "The request body is too large"),
     ApiCode.CHAT_CONTEXT_LIMIT_REACHED: _Entry(
         400,
@@ -92,7 +111,15 @@ CATALOG: dict[str, _Entry] = {
         "The conversation has reached the context limit; compact the session memory or "
         "shorten the message, then send again.",
     ),
-    ApiCode.MODEL_ERROR: _Entry(502, "模型调用失败", "The model call failed"),
+    ApiCode.MODEL_ERROR: _Entry(
+        502,
+        "模型调用失败，请稍后重试或换用其他模型；如果一直失败，请把请求 ID 告诉管理员",
+        "The model call failed; try again shortly or switch to another model, and if it keeps "
+        "failing, give the server's operator the request id",
+        "模型调用失败（{detail}），请稍后重试或换用其他模型；如果一直失败，请把请求 ID 告诉管理员",
+        "The model call failed ({detail}); try again shortly or switch to another model, and "
+        "if it keeps failing, give the server's operator the request id",
+    ),
     ApiCode.SERVER_SHUTTING_DOWN: _Entry(503, "服务器正在关闭", "The server is shutting down"),
     ApiCode.SERVICE_UNAVAILABLE: _Entry(
         503, "数据库暂时不可用，请稍后重试", "The database is not answering; try again shortly"
@@ -115,6 +142,9 @@ def catalog_message(code: str, language: Language, detail: str | None = None) ->
     base = entry.en if language == "en" else entry.zh
     if not detail:
         return base
+    about = entry.en_about if language == "en" else entry.zh_about
+    if about is not None:
+        return about.format(detail=detail)
     return f"{base}: {detail}" if language == "en" else f"{base}：{detail}"
 
 
@@ -150,18 +180,41 @@ _KERNEL_TO_API: dict[ErrorCode, ApiCode] = {
 }
 
 
-def from_agent_error(error: AgentError) -> ApiError:
+def from_agent_error(error: AgentError, model_id: str | None = None) -> ApiError:
+    """A model's failure names the model (``model_id``) and no more: the provider's text (its
+    URL, an echoed key) is logged under the request id. A client's refusal keeps its reason,
+    credential-looking parts redacted."""
     code = _KERNEL_TO_API.get(error.code, ApiCode.INTERNAL_ERROR)
     if code is ApiCode.SERVICE_UNAVAILABLE:  # the details (SQL, paths) stay in the log
         return ApiError(code, headers={"Retry-After": "1"})
     if code is ApiCode.INTERNAL_ERROR:
         return ApiError(code)
-    return ApiError(code, error.message)
+    if code is ApiCode.MODEL_ERROR:
+        logger.warning("model %s failed: %s: %s", model_id, error.code, error.message)
+        return ApiError(code, model_id)
+    return ApiError(code, redact(error.message))
 
 
-async def agent_call(call: Awaitable[T]) -> T:
-    """Kernel refusals become API errors with the catalog's code."""
+async def agent_call(call: Awaitable[T], model_id: str | None = None) -> T:
+    """Kernel refusals become API errors with the catalog's code; ``model_id`` is the model a
+    failed model call is reported for."""
     try:
         return await call
     except AgentError as err:
-        raise from_agent_error(err) from err
+        raise from_agent_error(err, model_id) from err
+
+
+def busy_elsewhere(ledger_id: str, holder: str) -> ApiError:
+    """``TURN_BUSY`` for a session another server process holds: which process (host, pid)
+    goes to the log, never to the client."""
+    logger.info("session %s is held by %s", ledger_id, holder)
+    return ApiError(ApiCode.TURN_BUSY, "busy on another server process")
+
+
+def check_user_limit(used: int, limit: int, what: str, setting: str) -> None:
+    """``USER_LIMIT_REACHED`` when one more of ``what`` would pass the user's ``[server]``
+    ``setting``; the message names only the user's own use."""
+    if used >= limit:
+        raise ApiError(
+            ApiCode.USER_LIMIT_REACHED, f"you have {used} of your {limit} {what} ({setting})"
+        )

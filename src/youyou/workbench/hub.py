@@ -42,15 +42,24 @@ from youyou.domain.events import (
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
+from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.assembly import turn_options
-from youyou.workbench.errors import ApiCode, ApiError, Language, agent_call
+from youyou.workbench.errors import (
+    ApiCode,
+    ApiError,
+    Language,
+    agent_call,
+    busy_elsewhere,
+    check_user_limit,
+)
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
+from youyou.workbench.user_streams import UserStreams
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +75,7 @@ def memory_namespace(owner_id: str) -> str:
 @dataclass(slots=True)
 class _Running:
     ledger_id: str
+    owner_id: str
     stream: TurnStream
     turn: RunningTurn
     task: asyncio.Task[None]
@@ -84,8 +94,10 @@ class SessionHub:
         mcp: McpToolbox | None = None,
         close_timeout_s: float = 10.0,
         knowledge: KnowledgeBase | None = None,
+        memories: MemoryStorage | None = None,
     ) -> None:
         self._agent = agent
+        self._memories = memories
         self._knowledge = knowledge
         self._mcp = mcp or McpToolbox(())
         self._store = store
@@ -100,7 +112,10 @@ class SessionHub:
             self._lease,
             idle_s=settings.session_idle_s,
             close_timeout_s=close_timeout_s,
+            user_open_sessions=settings.user_open_sessions,
         )
+        self._limits = settings
+        self.streams = UserStreams(settings.user_streams)
         self._turns: dict[str, _Running] = {}  # by chat session id
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
@@ -151,16 +166,22 @@ class SessionHub:
     async def create(
         self, owner_id: str, title: str | None, model_id: str | None
     ) -> ChatSessionRecord:
+        """The session's ledger is written and the session closed again at once: it is opened
+        on its first send, so creating sessions takes no open-session slot."""
         self._require_accepting()
-        handle = await agent_call(
-            self._agent.new_session(
-                SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
-            )
+        stored = await self._store.count_chat_sessions(owner_id)
+        check_user_limit(
+            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
         )
-        if self._default_mode is not MemoryMode.EVERY_N_TURNS:
-            await handle.set_memory_mode(self._default_mode)
+        config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
+        handle = await self._sessions.opening(lambda: self._agent.new_session(config))
+        try:
+            if self._default_mode is not MemoryMode.EVERY_N_TURNS:
+                await agent_call(handle.set_memory_mode(self._default_mode))
+            usage = handle.usage()
+        finally:
+            await handle.close(extract_memories=False)
         now = datetime.now(UTC)
-        usage = handle.usage()
         record = ChatSessionRecord(
             id=handle.session_id,
             owner_id=owner_id,
@@ -178,7 +199,6 @@ class SessionHub:
             last_compacted_at=None,
         )
         await self._store.create_chat_session(record)
-        self._sessions.add(handle)
         return record
 
     async def send(
@@ -192,12 +212,13 @@ class SessionHub:
         ``error`` frames of the turn are in ``language``; ``username`` decides which MCP
         servers' tools are offered and which knowledge sources ``search_knowledge`` reads."""
         self._require_accepting()
+        self._check_running_turns(chat.owner_id)
         ledger_id = chat.ledger_session_id
         await self._sessions.claim(ledger_id)
         try:
             await self._acquire_lease(ledger_id)
             try:
-                handle = await self._sessions.handle(ledger_id)
+                handle = await self._sessions.handle(ledger_id, chat.owner_id)
                 tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
                 options = await turn_options(
                     self._store,
@@ -205,7 +226,9 @@ class SessionHub:
                     tool_use=tool_use,
                     tools=await self._tools(chat.owner_id, username) if tool_use else (),
                 )
-                turn = await agent_call(handle.send_message(blocks, options=options))
+                turn = await agent_call(
+                    handle.send_message(blocks, options=options), handle.model.model_id
+                )
             except BaseException:
                 await self._lease.release(ledger_id)
                 raise
@@ -216,7 +239,7 @@ class SessionHub:
         task = asyncio.get_running_loop().create_task(
             self._pump(chat, handle, turn, stream, language)
         )
-        self._turns[chat.id] = _Running(ledger_id, stream, turn, task)
+        self._turns[chat.id] = _Running(ledger_id, chat.owner_id, stream, turn, task)
         self._metrics.active_streams.inc()
         return stream
 
@@ -226,6 +249,11 @@ class SessionHub:
         knowledge = self._knowledge
         searching = (knowledge.tool(owner_id, username),) if knowledge is not None else ()
         return (*await self._mcp.tools(username), *searching)
+
+    def _check_running_turns(self, owner_id: str) -> None:
+        running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
+        limit = self._limits.user_running_turns
+        check_user_limit(running, limit, "turns running", "user_running_turns")
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -257,13 +285,15 @@ class SessionHub:
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await agent_call(handle.compact())
+            usage = await agent_call(handle.compact(), handle.model.model_id)
             return await self._after_compaction(chat, handle, before, usage)
 
     async def set_mode(self, chat: ChatSessionRecord, mode_name: str) -> ChatSessionRecord:
         async with self._writing(chat) as handle:
             before = handle.latest_compaction
-            usage = await agent_call(handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]))
+            usage = await agent_call(
+                handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]), handle.model.model_id
+            )
             return await self._after_compaction(chat, handle, before, usage)
 
     async def _after_compaction(
@@ -279,27 +309,28 @@ class SessionHub:
         return await self._project(chat, handle, usage, compacted=compacted)
 
     async def clear(self, chat: ChatSessionRecord) -> ChatSessionRecord:
-        """The ledger is append-only, so clearing starts a new ledger for the same chat."""
+        """The ledger is append-only, so clearing starts a new ledger for the same chat. What
+        the user clears is not mined for long-term memories first."""
         async with self._writing(chat) as old:
-            await self._sessions.close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
-            handle = await agent_call(
-                self._agent.new_session(
-                    SessionConfig(
-                        model_id=old.config.pinned.model_id,
-                        memory_namespace=old.config.pinned.memory_namespace,
-                    )
-                )
+            config = SessionConfig(
+                model_id=old.config.pinned.model_id,
+                memory_namespace=old.config.pinned.memory_namespace,
             )
+            handle = await self._sessions.opening(lambda: self._agent.new_session(config))
             if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
                 await handle.set_memory_mode(old.memory_mode)
-            self._sessions.add(handle)
+            self._sessions.add(handle, chat.owner_id)
             fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
             return await self._project(fresh, handle, None, compacted=False)
 
     async def delete(self, chat: ChatSessionRecord) -> None:
+        """A deleted session is not mined for long-term memories, and the memories already
+        extracted from it go with it."""
         async with self._writing(chat):
-            await self._sessions.close(chat.ledger_session_id)
+            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
+            await self._forget_memories_of(chat)
             await self._delete_ledger(chat.ledger_session_id)
             await self._store.delete_chat_session(chat.id)
 
@@ -312,7 +343,7 @@ class SessionHub:
     async def _acquire_lease(self, ledger_id: str) -> None:
         holder = await self._lease.take(ledger_id)
         if holder is not None:
-            raise ApiError(ApiCode.TURN_BUSY, f"in use by another process ({holder})")
+            raise busy_elsewhere(ledger_id, holder)
 
     @asynccontextmanager
     async def _writing(self, chat: ChatSessionRecord) -> AsyncIterator[SessionHandle]:
@@ -323,11 +354,20 @@ class SessionHub:
         try:
             await self._acquire_lease(ledger_id)
             try:
-                yield await self._sessions.handle(ledger_id)
+                yield await self._sessions.handle(ledger_id, chat.owner_id)
             finally:
                 await self._lease.release(ledger_id)
         finally:
             self._sessions.unclaim(ledger_id)
+
+    async def _forget_memories_of(self, chat: ChatSessionRecord) -> None:
+        memories = self._memories
+        if memories is None:
+            return
+        namespace = memory_namespace(chat.owner_id)
+        for memory in await agent_call(memories.list_all(namespace)):
+            if memory.source_session_id == chat.ledger_session_id:
+                await agent_call(memories.delete(namespace, memory.id))
 
     async def _delete_ledger(self, ledger_id: str) -> None:
         catalog = self._agent.session_catalog()
@@ -353,7 +393,7 @@ class SessionHub:
                 if isinstance(event.payload, ModelWaiting):
                     stream.note(waiting_note(event.payload))
                     continue
-                data = frame_data(event, language)
+                data = frame_data(event, language, handle.model.model_id)
                 if data is None:
                     continue
                 payload = event.payload

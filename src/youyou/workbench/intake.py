@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter
 from starlette.routing import Match
 from starlette.types import Receive, Scope
 
@@ -44,14 +44,23 @@ class BodyLimits:
     signed_in: int
     large: int
     timeout_s: float
+    large_routes: tuple[APIRoute, ...]
+    """The routes marked ``large_body``, read from the routers before the app includes them
+    (an app's own route list nests included routers)."""
 
     @classmethod
-    def of(cls, server: ServerSettings) -> BodyLimits:
+    def of(cls, server: ServerSettings, routers: Iterable[APIRouter]) -> BodyLimits:
         return cls(
             anonymous=min(server.max_anonymous_body_bytes, server.max_body_bytes),
             signed_in=min(SIGNED_IN_BODY_BYTES, server.max_body_bytes),
             large=server.max_body_bytes,
             timeout_s=server.body_timeout_s,
+            large_routes=tuple(
+                route
+                for router in routers
+                for route in router.routes
+                if isinstance(route, APIRoute) and route.endpoint in _LARGE_BODY_ENDPOINTS
+            ),
         )
 
 
@@ -94,16 +103,8 @@ async def _signed_in_limit(scope: Scope, headers: Mapping[str, str], limits: Bod
     if authorization is None:
         raise ApiError(ApiCode.PAYLOAD_TOO_LARGE)
     await scope["app"].state.workbench.auth.user_for(authorization)
-    return limits.large if _is_large_body_route(scope) else limits.signed_in
-
-
-def _is_large_body_route(scope: Scope) -> bool:
-    return any(
-        isinstance(route, APIRoute)
-        and route.endpoint in _LARGE_BODY_ENDPOINTS
-        and route.matches(scope)[0] is Match.FULL
-        for route in scope["app"].router.routes
-    )
+    large = any(route.matches(scope)[0] is Match.FULL for route in limits.large_routes)
+    return limits.large if large else limits.signed_in
 
 
 def refuse_nul(scope: Scope, headers: Mapping[str, str], body: bytes) -> None:

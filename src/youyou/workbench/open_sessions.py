@@ -5,6 +5,12 @@ request needs it and closed once it has been idle for ``session_idle_s``. Closin
 long-term memories, which writes to the ledger, so it takes the session's lease like any other
 writer. A task that works on a session first *claims* it, so this process never runs two
 writers of one ledger and never closes a session something is using.
+
+Each user may keep ``user_open_sessions`` open: opening one more first closes that user's least
+recently used idle session (without extracting: what it did not extract stays in the ledger for
+its next close). When the kernel has no slot left, the least recently used idle session of the
+process is closed the same way; no user's sessions are ever closed for another user while idle
+ones of their own remain, and no refusal tells one user about another's use.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from youyou.adapters.storage import LeaseState, SqlSessionLeases
@@ -19,8 +26,8 @@ from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.session import SessionHandle
-from youyou.domain.errors import AgentError
-from youyou.workbench.errors import ApiCode, ApiError, agent_call
+from youyou.domain.errors import AgentError, ErrorCode
+from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +68,16 @@ class LeaseTaker:
 @dataclass(slots=True)
 class _Open:
     handle: SessionHandle
+    owner_id: str
     last_used: float
+
+
+def _refusal(error: AgentError) -> ApiError:
+    """No kernel slot is ``SERVER_AT_CAPACITY``: how many sessions are open, and whose, is not
+    the client's business."""
+    if error.code is ErrorCode.SESSION_BUSY:
+        return ApiError(ApiCode.SERVER_AT_CAPACITY)
+    return from_agent_error(error)
 
 
 class OpenSessions:
@@ -73,11 +89,13 @@ class OpenSessions:
         *,
         idle_s: float,
         close_timeout_s: float,
+        user_open_sessions: int,
     ) -> None:
         self._agent = agent
         self._storage = storage
         self._lease = lease
         self._idle_s = idle_s
+        self._user_open = user_open_sessions
         self._close_timeout_s = close_timeout_s
         self._open: dict[str, _Open] = {}
         self._claimed: set[str] = set()  # ledger ids some task of this process is writing
@@ -102,9 +120,53 @@ class OpenSessions:
     def unclaim(self, ledger_id: str) -> None:
         self._claimed.discard(ledger_id)
 
-    def add(self, handle: SessionHandle) -> None:
+    def add(self, handle: SessionHandle, owner_id: str) -> None:
         """A session just created (its ledger is new, nothing to resume)."""
-        self._open[handle.session_id] = _Open(handle, time.monotonic())
+        self._open[handle.session_id] = _Open(handle, owner_id, time.monotonic())
+
+    async def opening(self, open_call: Callable[[], Awaitable[SessionHandle]]) -> SessionHandle:
+        """``open_call`` (a kernel create or resume); when every kernel slot is taken, the
+        process's least recently used idle session is closed and the call tried once more."""
+        try:
+            return await open_call()
+        except AgentError as err:
+            if err.code is not ErrorCode.SESSION_BUSY or not await self._evict_idle(None):
+                raise _refusal(err) from err
+        try:
+            return await open_call()
+        except AgentError as err:
+            raise _refusal(err) from err
+
+    async def _make_room_for(self, owner_id: str) -> None:
+        """At most ``user_open_sessions`` of one user open: their own idle ones make room."""
+        mine = sum(1 for entry in self._open.values() if entry.owner_id == owner_id)
+        while mine >= self._user_open:
+            if not await self._evict_idle(owner_id):
+                raise ApiError(
+                    ApiCode.USER_LIMIT_REACHED,
+                    f"all {self._user_open} of your open sessions are busy (user_open_sessions)",
+                )
+            mine -= 1
+
+    async def _evict_idle(self, owner_id: str | None) -> bool:
+        """Close the least recently used idle session (of ``owner_id``, or of anyone) without
+        extracting memories; False when there is none."""
+        idle = [
+            (entry.last_used, ledger_id)
+            for ledger_id, entry in self._open.items()
+            if ledger_id not in self._claimed
+            and ledger_id not in self._closing
+            and (owner_id is None or entry.owner_id == owner_id)
+        ]
+        if not idle:
+            return False
+        ledger_id = min(idle)[1]
+        self._claimed.add(ledger_id)
+        try:
+            await self.close(ledger_id, extract_memories=False)
+        finally:
+            self._claimed.discard(ledger_id)
+        return True
 
     def touch(self, ledger_id: str) -> None:
         """Idleness counts from the end of a session's last use, not its start."""
@@ -112,7 +174,7 @@ class OpenSessions:
         if entry is not None:
             entry.last_used = time.monotonic()
 
-    async def handle(self, ledger_id: str) -> SessionHandle:
+    async def handle(self, ledger_id: str, owner_id: str) -> SessionHandle:
         """The open session, reopened if another process appended since we last saw it."""
         entry = self._open.get(ledger_id)
         if entry is not None and await self._storage.last_seq(ledger_id) != entry.handle.last_seq:
@@ -120,8 +182,9 @@ class OpenSessions:
             await self.close(ledger_id, extract_memories=False)
             entry = None
         if entry is None:
-            handle = await agent_call(self._agent.resume_session(ledger_id))
-            entry = self._open[ledger_id] = _Open(handle, time.monotonic())
+            await self._make_room_for(owner_id)
+            handle = await self.opening(lambda: self._agent.resume_session(ledger_id))
+            entry = self._open[ledger_id] = _Open(handle, owner_id, time.monotonic())
         entry.last_used = time.monotonic()
         return entry.handle
 

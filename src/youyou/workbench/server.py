@@ -29,6 +29,7 @@ from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.access import check_registration
 from youyou.workbench.connections import RESERVED_DESCRIPTORS, ServeConfig, raise_descriptor_limit
 from youyou.workbench.context import RequestIdFilter
+from youyou.workbench.redaction import RedactSecrets
 from youyou.workbench.store import WorkbenchStore
 
 if TYPE_CHECKING:
@@ -66,19 +67,28 @@ class JsonFormatter(logging.Formatter):
             "request_id": getattr(record, "request_id", "-"),
             "message": record.getMessage(),
         }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:  # ``RedactSecrets`` leaves a redacted traceback here
+            entry["exception"] = record.exc_text
         return json.dumps(entry, ensure_ascii=False)
 
 
-def setup_server_logging(log_format: LogFormat) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def server_log_handler(handler: logging.Handler, log_format: LogFormat) -> logging.Handler:
+    """``handler`` as every server log line goes out: with its request id, credentials
+    blanked, as text or JSON."""
     handler.addFilter(RequestIdFilter())
+    handler.addFilter(RedactSecrets())
     handler.setFormatter(
         JsonFormatter()
         if log_format == "json"
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
     )
+    return handler
+
+
+def setup_server_logging(log_format: LogFormat) -> None:
+    handler = server_log_handler(logging.StreamHandler(sys.stderr), log_format)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

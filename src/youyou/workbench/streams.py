@@ -127,20 +127,23 @@ def camel(data: dict[str, Any]) -> dict[str, Any]:
     return {to_camel(key): value for key, value in data.items()}
 
 
-def api_error_of(event: ErrorEvent) -> ApiError:
+def api_error_of(event: ErrorEvent, model_id: str | None = None) -> ApiError:
     """A turn's fatal error in the API's catalog, like any HTTP error: its code and detail,
-    never the text of an internal failure (which may hold SQL or paths)."""
+    never the text of an internal failure (which may hold SQL or paths) or of a provider's."""
     try:
         code = ErrorCode(event.code)
     except ValueError:
         return ApiError(ApiCode.INTERNAL_ERROR)
-    return from_agent_error(AgentError(code, event.message))
+    return from_agent_error(AgentError(code, event.message), model_id)
 
 
-def frame_data(event: AgentEvent, language: Language = "zh-CN") -> dict[str, Any] | None:
+def frame_data(
+    event: AgentEvent, language: Language = "zh-CN", model_id: str | None = None
+) -> dict[str, Any] | None:
     """The SSE payload of a kernel event; None for events clients do not see (non-fatal
     errors the model already got back as a tool result). ``turn_complete``'s ``memory`` is
-    added by the caller, who knows the session. An ``error`` speaks the sender's language."""
+    added by the caller, who knows the session. An ``error`` speaks the sender's language and
+    names the session's model (``model_id``) when the model failed."""
     payload = event.payload
     match payload:
         case TurnStarted():
@@ -172,7 +175,7 @@ def frame_data(event: AgentEvent, language: Language = "zh-CN") -> dict[str, Any
         case ErrorEvent():
             if not payload.fatal:
                 return None
-            error = api_error_of(payload)
+            error = api_error_of(payload, model_id)
             return {
                 "code": error.code.value,
                 "message": catalog_message(error.code, language, error.detail),

@@ -7,15 +7,17 @@ the local user of the CLI searches every configured source. ``tool()`` closes a
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.knowledge.index import KnowledgeDocument, KnowledgeIndex, PassageHit
-from youyou.adapters.knowledge.passages import is_markdown, split_passages
+from youyou.adapters.knowledge.passages import Passage, is_markdown, split_passages
 from youyou.adapters.knowledge.postgres import PostgresKnowledgeIndex
 from youyou.adapters.knowledge.sources import (
+    Decoded,
     IndexReport,
     Progress,
     decode_document,
@@ -65,8 +67,8 @@ class KnowledgeBase:
         """Add a user's document, or replace the one of the same name (INPUT_VALIDATION for
         a bad name, non-UTF-8 content or one over the size limit)."""
         name = _document_name(name)
-        decoded = decode_document(name, data)
-        passages = split_passages(decoded.text, markdown=is_markdown(name))
+        # Decoding and splitting a large document takes a while: off the event loop.
+        decoded, passages = await asyncio.to_thread(_decoded_passages, name, data)
         if not passages:
             raise _invalid(f"{name} has no text to search")
         return await self.index.put(
@@ -79,6 +81,11 @@ class KnowledgeBase:
     async def delete_upload(self, owner_id: str, document_id: str) -> bool:
         """False when the id is unknown to this owner (another user's ids included)."""
         return await self.index.delete(upload_scope(owner_id), ids=[document_id]) > 0
+
+
+def _decoded_passages(name: str, data: bytes) -> tuple[Decoded, list[Passage]]:
+    decoded = decode_document(name, data)
+    return decoded, split_passages(decoded.text, markdown=is_markdown(name))
 
 
 def _document_name(name: str) -> str:

@@ -11,6 +11,7 @@ terms (``memory.text_index``: stemmed English, CJK bigrams).
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import uuid
 from collections.abc import Sequence
@@ -120,11 +121,11 @@ def row_to_hit(row: Row[Any]) -> PassageHit:
     return PassageHit(row.scope, row.path, headings, row.line_start, row.line_end, row.content)
 
 
-def passage_rows(document_pk: int, scope: str, items: Sequence[Passage]) -> list[dict[str, Any]]:
-    """The heading path is indexed with the text, so "failover steps" finds the steps."""
+def passage_rows(scope: str, items: Sequence[Passage]) -> list[dict[str, Any]]:
+    """The heading path is indexed with the text, so "failover steps" finds the steps; the
+    document's key is added once it is known."""
     return [
         {
-            "document_pk": document_pk,
             "scope": scope,
             "ordinal": ordinal,
             "headings": json.dumps(list(p.headings), ensure_ascii=False),
@@ -192,6 +193,8 @@ class KnowledgeIndex(abc.ABC):
             "indexed_at": datetime.now(UTC),
         }
         where = (documents.c.scope == scope, documents.c.path == path)
+        # Indexing terms (stemming every word) is the costly part: off the event loop.
+        rows = await asyncio.to_thread(passage_rows, scope, items)
         async with transaction(self.engine, "knowledge index", write=True) as conn:
             found = (await conn.execute(select(documents.c.pk).where(*where))).first()
             if found is None:
@@ -202,7 +205,8 @@ class KnowledgeIndex(abc.ABC):
                 pk = found.pk
                 await conn.execute(delete(passages).where(passages.c.document_pk == pk))
                 await conn.execute(update(documents).where(documents.c.pk == pk).values(values))
-            rows = passage_rows(pk, scope, items)
+            for row in rows:
+                row["document_pk"] = pk
             for start in range(0, len(rows), INSERT_CHUNK):
                 await conn.execute(insert(passages), rows[start : start + INSERT_CHUNK])
             stored = (await conn.execute(select(*_DOCUMENT_COLUMNS).where(*where))).one()

@@ -5,6 +5,7 @@ Every query is scoped by the signed-in owner; another user's id is simply unknow
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, File, Response, UploadFile
@@ -14,7 +15,7 @@ from youyou.domain.skill_md import SkillValidationError, parse_skill_md
 from youyou.domain.skill_messages import MAX_SKILL_BYTES
 from youyou.workbench.assembly import read_configuration
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.errors import ApiCode, ApiError, check_user_limit
 from youyou.workbench.hub import memory_namespace
 from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
@@ -105,6 +106,8 @@ async def put_configuration(
 async def create_prompt(
     body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[PromptOut]:
+    prompts = len(await wb.store.list_prompts(user.id))
+    check_user_limit(prompts, wb.settings.server.user_prompts, "prompts", "user_prompts")
     prompt = await wb.store.create_prompt(user.id, body.label, body.content)
     return Envelope(data=prompt_out(prompt), request_id=rid)
 
@@ -153,7 +156,8 @@ async def upload_skill(
     """Every failing rule is reported at once, in the client's language."""
     content = await file.read(MAX_SKILL_BYTES + 1)
     try:
-        parsed = parse_skill_md(file.filename or "", content)
+        # YAML front matter can be costly to parse (aliases): off the event loop.
+        parsed = await asyncio.to_thread(parse_skill_md, file.filename or "", content)
     except SkillValidationError as exc:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, exc.render(lang)) from None
     try:

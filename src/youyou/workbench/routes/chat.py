@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
@@ -87,9 +87,22 @@ def _blocks(body: SendBody) -> list[ContentBlock]:
     return blocks
 
 
-def _sse(wb: WorkbenchDep, stream: FrameSource, after: int) -> StreamingResponse:
+def _check_length(blocks: list[ContentBlock], limit: int) -> None:
+    """413 for a message over ``max_message_chars``, before any work is done on it (counting
+    the tokens of a huge text alone would hold up every other request)."""
+    chars = sum(
+        len(block.text) for block in blocks if isinstance(block, TextBlock | FileContentBlock)
+    )
+    if chars > limit:
+        raise ApiError(
+            ApiCode.PAYLOAD_TOO_LARGE,
+            f"a message holds at most {limit} characters of text; this one has {chars}",
+        )
+
+
+def _sse(wb: WorkbenchDep, user: UserRecord, stream: FrameSource, after: int) -> StreamingResponse:
     return StreamingResponse(
-        stream.follow(after, wb.settings.server.keepalive_s),
+        wb.hub.streams.followed(user.id, stream.follow(after, wb.settings.server.keepalive_s)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -163,9 +176,12 @@ async def send_message(
     """Streams the answer. Leaving the stream does not cancel the turn; only
     ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
     an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
+    blocks = _blocks(body)
+    _check_length(blocks, wb.settings.server.max_message_chars)
     chat = await owned(wb, user, session_id)
-    stream = await wb.hub.send(chat, _blocks(body), lang, user.username)
-    return _sse(wb, stream, 0)
+    wb.hub.streams.check(user.id)  # before the turn starts: a refusal then stores nothing
+    stream = await wb.hub.send(chat, blocks, lang, user.username)
+    return _sse(wb, user, stream, 0)
 
 
 @router.get(
@@ -184,14 +200,14 @@ async def reattach(
     chat = await owned(wb, user, session_id)
     stream = wb.hub.stream_of(chat.id)
     if stream is not None:
-        return _sse(wb, stream, last_event_id)
+        return _sse(wb, user, stream, last_event_id)
     holder = await wb.hub.running_elsewhere(chat)
     if holder is None:
         return Response(status_code=204)
     relayed = wb.hub.relayed(chat)
     if relayed is None:
-        raise ApiError(ApiCode.TURN_BUSY, f"the turn runs on another process ({holder})")
-    return _sse(wb, relayed, last_event_id)
+        raise busy_elsewhere(chat.ledger_session_id, holder)
+    return _sse(wb, user, relayed, last_event_id)
 
 
 @router.post("/{session_id}/cancel")

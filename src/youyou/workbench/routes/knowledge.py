@@ -19,7 +19,7 @@ from youyou.adapters.knowledge.base import MAX_NAME_CHARS
 from youyou.adapters.knowledge.sources import MAX_DOCUMENT_BYTES
 from youyou.domain.errors import AgentError
 from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, check_user_limit, from_agent_error
 from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import ApiModel, Envelope
@@ -109,8 +109,13 @@ async def upload_document(
 ) -> Envelope[KnowledgeDocumentOut]:
     """A Markdown or text document; one of the same name is replaced."""
     name, data = await _named_content(request)
+    knowledge = _knowledge(wb)
+    names = {document.path for document in await knowledge.uploads(user.id)}
+    if name not in names:  # replacing a document of the same name adds none
+        limit = wb.settings.server.user_knowledge_documents
+        check_user_limit(len(names), limit, "documents", "user_knowledge_documents")
     try:
-        document = await _knowledge(wb).upload(user.id, name, data)
+        document = await knowledge.upload(user.id, name, data)
     except AgentError as err:
         raise from_agent_error(err) from None
     return Envelope(data=document_out(document), request_id=rid)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select, tuple_, update
 
 from youyou.adapters.storage.catalog import (
     SortKey,
@@ -30,6 +30,11 @@ class ChatSessionQueries(StoreBase):
     async def create_chat_session(self, record: ChatSessionRecord) -> None:
         async with self._transaction("creating a chat session", write=True) as conn:
             await conn.execute(chat_sessions.insert().values(_row(record)))
+
+    async def count_chat_sessions(self, owner_id: str) -> int:
+        query = select(func.count()).where(chat_sessions.c.owner_id == owner_id)
+        async with self._transaction("counting chat sessions") as conn:
+            return int((await conn.execute(query)).scalar_one())
 
     async def chat_session(self, session_id: str) -> ChatSessionRecord | None:
         """Not scoped by owner: the caller tells "someone else's" (403) from "unknown" (404)."""
