@@ -532,7 +532,7 @@ def test_session_list_searches_and_loads_more_on_scroll(
 def test_full_context_blocks_sending_until_compacted(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:
-    wb = start_workbench(context_window=440)
+    wb = start_workbench(context_window=430)
     wb.model.enqueue(text_reply("x " * 300))
     api = wb.user("rosa")
     session = api.new_session()

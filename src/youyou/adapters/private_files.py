@@ -4,6 +4,7 @@ the umask (SQLite gives its ``-wal`` and ``-shm`` files the mode of the database
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -28,6 +29,10 @@ def private_directory(path: Path) -> Path:
 
 
 def private_file(path: Path) -> Path:
-    """``path`` created empty (0600) if missing; an existing file is left as it is."""
-    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE_MODE))
+    """``path`` created empty (0600) if missing; an existing file is left as it is and not
+    opened (it may sit on a disk that is read-only now)."""
+    if path.exists():
+        return path
+    with contextlib.suppress(FileExistsError):  # made by another process just now
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
     return path
