@@ -72,3 +72,19 @@ def test_a_long_section_is_cut_at_blank_lines_and_keeps_its_heading_path() -> No
     long_paragraph = "\n".join([one_line] * 60)  # no blank line at all: cut at line ends
     cut = split_passages(long_paragraph, markdown=False)
     assert len(cut) > 1 and cut[1].line_start == cut[0].line_end + 1
+
+
+def test_a_line_longer_than_a_passage_is_cut_at_spaces_and_each_piece_cites_it() -> None:
+    """A paragraph pasted as one line (a minified log): a single passage of it could not be
+    indexed (PostgreSQL's full-text vectors stop at 1 MB) and would flood the model."""
+    words = [f"w{i}" for i in range(100_000)]
+    line = " ".join(words)
+    pieces = split_passages(f"# Log\n{line}\nafter\n")
+    assert len(pieces) > 100
+    assert all(len(p.text) <= MAX_PASSAGE_CHARS for p in pieces)
+    assert all((p.line_start, p.line_end) == (2, 2) for p in pieces[:-1])
+    assert pieces[-1].line_end == 3 and pieces[-1].text.endswith("\nafter")
+    # cut between words only, nothing lost
+    assert " ".join(p.text for p in pieces).split() == [*words, "after"]
+    unbroken = split_passages("y" * (3 * MAX_PASSAGE_CHARS), markdown=False)
+    assert [len(p.text) for p in unbroken] == [MAX_PASSAGE_CHARS] * 3

@@ -115,3 +115,17 @@ def test_the_model_searches_own_uploads_and_allowed_sources_only(
     assert "finance/" not in bob_received and "payments.md" not in bob_received
     tools = [t["function"]["name"] for t in wb.model.requests[-1].json["tools"]]
     assert "search_knowledge" in tools
+
+
+def test_a_document_of_one_huge_line_is_indexed_on_both_backends(
+    start_workbench: StartWorkbench,
+) -> None:
+    """A minified log pasted as one 1.5 MB line: on PostgreSQL one passage of it outgrew the
+    full-text vector (503); it is cut into passages that each cite that line."""
+    wb = start_workbench()
+    alice = wb.user("alice")
+    line = " ".join(f"trace{i}" for i in range(150_000))
+    document = alice.data(
+        "POST", "/chat/knowledge", 201, json={"name": "dump.log", "content": f"{line}\n"}
+    )
+    assert document["passageCount"] > 100

@@ -4,8 +4,9 @@ A passage keeps what a citation needs: the path of headings above it and the 1-b
 inclusive range of lines it covers in the file. Markdown headings are ATX headings (``#`` to
 ``######`` followed by a space); lines inside fenced code blocks are never headings. Plain text
 has no headings: it is cut at blank lines only. A section longer than ``MAX_PASSAGE_CHARS`` is
-cut at blank lines (a single paragraph longer than that at line ends), so one search result
-never floods the model's context.
+cut at blank lines (a single paragraph longer than that at line ends, a single line longer
+than that at spaces), so one search result never floods the model's context and no passage
+outgrows what a full-text index can hold.
 """
 
 from __future__ import annotations
@@ -109,17 +110,34 @@ def _blocks(section: _Section) -> Iterator[list[tuple[int, str]]]:
 
 
 def _cut(block: list[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
-    """A block over the limit, in runs of whole lines (a single longer line stays whole)."""
+    """A block over the limit, in runs of whole lines; a single longer line is cut into
+    pieces of its own (at a space where there is one), each citing that line."""
     run: list[tuple[int, str]] = []
     size = 0
-    for numbered in block:
-        if run and size + len(numbered[1]) + 1 > MAX_PASSAGE_CHARS:
+    for number, line in block:
+        if len(line) > MAX_PASSAGE_CHARS:
+            if run:
+                yield run
+                run, size = [], 0
+            yield from ([(number, part)] for part in _line_parts(line))
+            continue
+        if run and size + len(line) + 1 > MAX_PASSAGE_CHARS:
             yield run
             run, size = [], 0
-        run.append(numbered)
-        size += len(numbered[1]) + 1
+        run.append((number, line))
+        size += len(line) + 1
     if run:
         yield run
+
+
+def _line_parts(line: str) -> Iterator[str]:
+    while len(line) > MAX_PASSAGE_CHARS:
+        cut = line.rfind(" ", MAX_PASSAGE_CHARS // 2, MAX_PASSAGE_CHARS)
+        cut = cut if cut > 0 else MAX_PASSAGE_CHARS
+        yield line[:cut]
+        line = line[cut:].lstrip(" ")
+    if line:
+        yield line
 
 
 def _passage(section: _Section, piece: list[tuple[int, str]]) -> Iterator[Passage]:
