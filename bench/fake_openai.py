@@ -125,7 +125,7 @@ def run() -> None:
     )
     args = parser.parse_args()
     try:
-        import uvloop  # type: ignore[import-not-found]  # optional and faster
+        import uvloop  # optional and faster
     except ImportError:
         asyncio.run(main(args.port, args.answer_s))
     else:

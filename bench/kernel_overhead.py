@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from typing import Any
 
 from youyou import (
     AgentBuilder,
@@ -83,7 +84,9 @@ async def bench_turns(turns: int) -> list[float]:
 async def bench_tools(rounds: int = 5, width: int = 4) -> float:
     script: list[ScriptedResponse] = []
     for r in range(rounds):
-        calls = [(f"c{r}_{k}", f"sleep{k}", {}) for k in range(width)]
+        calls: list[tuple[str, str, dict[str, Any]]] = [
+            (f"c{r}_{k}", f"sleep{k}", {}) for k in range(width)
+        ]
         script.append(ScriptedResponse.tool_calls(calls))
     script.append(ScriptedResponse.text("done"))
     provider = ScriptedProvider(script, provider_id="bench", models=[MODEL])

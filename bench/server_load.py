@@ -87,7 +87,7 @@ finally:
 """
 
 try:
-    import uvloop  # type: ignore[import-not-found]  # noqa: F401
+    import uvloop  # noqa: F401
 
     LOOP = "uvloop"
 except ImportError:
@@ -722,7 +722,7 @@ def main() -> None:
     if args.quick:
         args.users, args.turns = [10], 3
     if LOOP == "uvloop":
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
 
         uvloop.run(amain(args))
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from youyou import (
     Agent,
@@ -23,6 +23,9 @@ from youyou import (
 )
 from youyou.adapters.providers.scripted import ResponseSource
 from youyou.adapters.tokens import ApproximateTokenCounter
+from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
+
+T = TypeVar("T")
 
 ALL_CAPS = frozenset(
     {ProviderCapability.TOOL_USE, ProviderCapability.VISION, ProviderCapability.STREAMING}
@@ -101,3 +104,15 @@ def payload_types(events: Sequence[AgentEvent]) -> list[str]:
 
 def text(response: str, **kwargs: Any) -> ScriptedResponse:
     return ScriptedResponse.text(response, **kwargs)
+
+
+def block_text(block: TextBlock | ImageBlock | FileContentBlock) -> str:
+    """The text of ``block``, which the test expects to be a text block."""
+    assert isinstance(block, TextBlock), block
+    return block.text
+
+
+def payload_as(payload: object, kind: type[T]) -> T:
+    """``payload`` as the ``kind`` the test expects it to be (an event or ledger payload)."""
+    assert isinstance(payload, kind), payload
+    return payload

@@ -327,6 +327,14 @@ class Workbench:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def process(self) -> subprocess.Popen[str]:
+        """The ``youyou serve`` process of a workbench started with ``process=True`` (or CLI
+        arguments); a test that reads it on an in-process server is wrong, hence the assert."""
+        assert isinstance(self.server, Server), "start_workbench(process=True) has a process"
+        assert self.server.process is not None, "the server process has not started"
+        return self.server.process
+
     def user(self, username: str) -> Api:
         api = Api.signed_up(self.url, username)
         self.clients.append(api)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kernel_kit import RecordingTool, build_agent
+from kernel_kit import RecordingTool, block_text, build_agent
 from youyou import AgentConfig, OutcomeStatus, ScriptedResponse, TextBlock
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.domain.ledger import AssistantMessage, UserMessage
@@ -15,8 +15,8 @@ def echo(request: ChatRequest) -> ScriptedResponse:
     """Answers with the last user text, after a tool round trip for 'tool' questions."""
     last = request.messages[-1]
     if last.role is ModelMessageRole.TOOL:
-        return ScriptedResponse.text("tool said " + last.content[0].text, chunks=3)  # type: ignore[union-attr]
-    question = last.content[0].text  # type: ignore[union-attr]
+        return ScriptedResponse.text("tool said " + block_text(last.content[0]), chunks=3)
+    question = block_text(last.content[0])
     if question.startswith("tool"):
         return ScriptedResponse.tool_calls([(f"c-{question}", "lookup", {"q": question})])
     return ScriptedResponse.text(f"echo {question}", chunks=3, delay_s=0.001)
@@ -43,7 +43,9 @@ async def test_fifty_sessions_run_turns_concurrently_without_crosstalk() -> None
     await asyncio.gather(*(converse(i) for i in range(50)))
     for index, session in enumerate(sessions):
         stored = await storage.load_events(session.session_id)
-        users = [e.payload.content[0].text for e in stored if isinstance(e.payload, UserMessage)]  # type: ignore[union-attr]
+        users = [
+            block_text(e.payload.content[0]) for e in stored if isinstance(e.payload, UserMessage)
+        ]
         assert users == [f"s{index} n0", f"tool s{index} n1", f"s{index} n2"]
         answers = [e.payload.content for e in stored if isinstance(e.payload, AssistantMessage)]
         assert answers[0] == (TextBlock(text=f"echo s{index} n0"),)

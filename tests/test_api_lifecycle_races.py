@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from crash_child import PassThroughStorage
-from kernel_kit import model, text
+from kernel_kit import block_text, model, text
 from plugin_kit import ScriptedPlugin
 from youyou import (
     Agent,
@@ -407,7 +407,9 @@ async def test_a_send_or_a_second_compaction_during_a_compaction_is_turn_busy(
     assert outcome.status is OutcomeStatus.COMPLETED
     stored = await storage.load_events(session.session_id)
     assert len(compactions(stored)) == 1
-    assert [e.payload.content[0].text for e in stored if isinstance(e.payload, UserMessage)] == [  # type: ignore[union-attr]
+    assert [
+        block_text(e.payload.content[0]) for e in stored if isinstance(e.payload, UserMessage)
+    ] == [
         "q1",
         "q2",
     ]

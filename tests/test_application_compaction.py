@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernel_kit import RecordingTool, build_agent, model, payload_types, text
+from kernel_kit import RecordingTool, block_text, build_agent, model, payload_types, text
 from plugin_kit import ScriptedPlugin
 from youyou import (
     AgentConfig,
@@ -173,14 +173,15 @@ async def test_worked_example_sixty_messages_every_30_turns() -> None:
     events = await turn.collect()
     assert "context_compacted" in payload_types(events)
     record = session.latest_compaction
+    assert record is not None
     assert record.compacted_message_count == 60
     summary_request = provider.requests[-2]
     assert summary_request.tools == ()
-    assert "question 0" in summary_request.messages[0].content[0].text
+    assert "question 0" in block_text(summary_request.messages[0].content[0])
     model_view = provider.requests[-1].messages
     assert [m.role for m in model_view] == [ModelMessageRole.SYSTEM, ModelMessageRole.USER]
-    assert model_view[0].content[0].text == render_compaction_summary("SUMMARY OF 30 TURNS")
-    assert model_view[1].content[0].text == "question 31"
+    assert block_text(model_view[0].content[0]) == render_compaction_summary("SUMMARY OF 30 TURNS")
+    assert block_text(model_view[1].content[0]) == "question 31"
     stored = await storage.load_events(session.session_id)
     messages = [e for e in stored if isinstance(e.payload, UserMessage | AssistantMessage)]
     assert len(messages) == 62  # full history kept: 61 + the new answer
@@ -230,7 +231,7 @@ async def test_context_length_exceeded_retries_once_after_compaction() -> None:
     events = await turn.collect()
     assert (await turn.join()).status is OutcomeStatus.COMPLETED
     assert payload_types(events).count("context_compacted") == 1
-    assert provider.requests[-1].messages[0].content[0].text.endswith("SUMMARY")
+    assert block_text(provider.requests[-1].messages[0].content[0]).endswith("SUMMARY")
 
 
 async def test_context_length_exceeded_twice_is_compact_error() -> None:
@@ -264,7 +265,7 @@ async def test_failed_summary_falls_back_to_truncation_by_default() -> None:
     assert record.replaces_through_seq == compacted.replaces_through_seq
     assert record.summary_body is None
     assert record.replaces_through_seq == 2  # only the first user message was dropped
-    sent = [m.content[0].text for m in provider.requests[-1].messages]  # type: ignore[union-attr]
+    sent = [block_text(m.content[0]) for m in provider.requests[-1].messages]
     assert sent == ["a" * 340, "2", "b" * 340, "3"]
 
 
@@ -295,7 +296,7 @@ async def test_new_summary_merges_the_previous_one() -> None:
     await session.compact()
     await (await session.send_message("q2")).join()
     await session.compact()
-    merge_input = provider.requests[-1].messages[0].content[0].text
+    merge_input = block_text(provider.requests[-1].messages[0].content[0])
     assert "FIRST SUMMARY" in merge_input and "q2" in merge_input and "q1" not in merge_input
     assert session.latest_compaction.summary_body == "SECOND SUMMARY"
     assert session.latest_compaction.compacted_message_count == 4
@@ -365,8 +366,8 @@ async def test_compaction_in_a_tool_loop_keeps_the_current_turn() -> None:
     anchor_seq = next(
         e.seq
         for e in session.events
-        if isinstance(e.payload, UserMessage) and e.payload.content[0].text == "investigate"
-    )  # type: ignore[union-attr]
+        if isinstance(e.payload, UserMessage) and block_text(e.payload.content[0]) == "investigate"
+    )
     assert boundary < anchor_seq
 
 
@@ -418,7 +419,7 @@ async def test_manual_compaction_with_a_failed_summary_truncates_everything() ->
     assert record.compacted_message_count == 4
     assert usage.tokens == 0 and not usage.can_compact
     await (await session.send_message("q3")).join()
-    assert [m.content[0].text for m in provider.requests[-1].messages] == ["q3"]  # type: ignore[union-attr]
+    assert [block_text(m.content[0]) for m in provider.requests[-1].messages] == ["q3"]
 
 
 async def test_context_length_error_truncates_before_the_anchor_when_summary_fails() -> None:
@@ -433,8 +434,8 @@ async def test_context_length_error_truncates_before_the_anchor_when_summary_fai
     events = await turn.collect()
     assert (await turn.join()).status is OutcomeStatus.COMPLETED
     compacted = next(e.payload for e in events if e.payload.type == "context_compacted")
-    assert compacted.mode is CompactionMode.TRUNCATION_FALLBACK  # type: ignore[union-attr]
-    assert [m.content[0].text for m in provider.requests[-1].messages] == ["more"]  # type: ignore[union-attr]
+    assert compacted.mode is CompactionMode.TRUNCATION_FALLBACK
+    assert [block_text(m.content[0]) for m in provider.requests[-1].messages] == ["more"]
 
 
 async def test_compacted_events_are_released_from_memory_only_with_a_storage() -> None:

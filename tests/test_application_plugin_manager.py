@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernel_kit import RecordingTool, build_agent, model, text
+from kernel_kit import RecordingTool, block_text, build_agent, model, payload_as, text
 from plugin_kit import ScriptedPlugin, patch_arguments, run_turn, sections
 from youyou import (
     AgentBuilder,
@@ -36,7 +36,7 @@ from youyou.domain.hooks import (
     TurnEndPayload,
     TurnStartPayload,
 )
-from youyou.domain.ledger import ToolOutput
+from youyou.domain.ledger import Metadata, ToolOutput
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.session import SessionListQuery
 from youyou.domain.turn import OutcomeStatus
@@ -425,7 +425,7 @@ async def test_session_start_runs_after_the_profile_is_durable_and_abort_deletes
 
     async def inspect_storage(payload: Any) -> Abort:
         head = await storage.load_head(payload.session_id)
-        profile_kinds.append(head.profile.payload.key)
+        profile_kinds.append(payload_as(head.profile.payload, Metadata).key)
         if isinstance(failure, Exception):
             raise failure
         return failure
@@ -472,7 +472,7 @@ async def test_turn_start_abort_fails_the_turn_before_the_user_message() -> None
     assert outcome.error.code is ErrorCode.PLUGIN_ABORTED
     assert "quota exceeded" in outcome.error.message
     assert [e.payload.type for e in events] == ["error"]
-    assert events[0].payload.code == "PLUGIN_ABORTED"
+    assert payload_as(events[0].payload, ErrorEvent).code == "PLUGIN_ABORTED"
     assert [e.payload.kind for e in session.events] == ["metadata"]
     assert provider.requests == []
     # The reason is not persisted, and the session stays usable.
@@ -534,7 +534,7 @@ async def test_turn_end_continue_runs_the_checkpoint() -> None:
     session = await agent.new_session()
     assert (await (await session.send_message("q")).join()).status is OutcomeStatus.COMPLETED
     await session.close()  # waits for the scheduled checkpoint and writes it
-    assert session.events[-1].payload.key == "memory_checkpoint"
+    assert payload_as(session.events[-1].payload, Metadata).key == "memory_checkpoint"
     assert len(provider.requests) == 2
 
 
@@ -556,7 +556,7 @@ async def test_before_tool_use_abort_feeds_a_synthetic_error_back_to_the_model()
     assert end.call_id == "c1" and end.output.is_error
     tool_message = provider.requests[1].messages[-1]
     assert tool_message.role is ModelMessageRole.TOOL and tool_message.tool_call_id == "c1"
-    assert "rm is forbidden" in tool_message.content[0].text
+    assert "rm is forbidden" in block_text(tool_message.content[0])
     kinds = [e.payload.kind for e in session.events]
     assert kinds == ["metadata", "user_message", "tool_call", "tool_result", "assistant_message"]
 
@@ -631,7 +631,7 @@ async def test_before_compact_abort_goes_to_truncation_fallback() -> None:
     assert len(provider.requests) == 2  # no summary request was sent
     payload = plugin.received(HookKind.BEFORE_COMPACT)[0]
     assert payload.request_estimated_tokens > payload.history_estimated_tokens >= 850
-    assert provider.requests[1].messages[0].content[0].text == "short answer"
+    assert block_text(provider.requests[1].messages[0].content[0]) == "short answer"
 
 
 @pytest.mark.parametrize("reply", [Abort("unsaved work"), RuntimeError("unsaved work")])
@@ -706,7 +706,8 @@ async def test_after_tool_use_abort_in_a_serial_batch_skips_the_remaining_calls(
     assert (len(write.calls), len(read.calls)) == (1, 0)
     results = [e.payload.result for e in session.events if e.payload.kind == "tool_result"]
     assert [r.call_id for r in results] == ["c1", "c2"]
-    assert results[1].output.is_error and results[1].output.metadata["skipped"] is True
+    skipped = results[1].output
+    assert skipped.is_error and skipped.metadata is not None and skipped.metadata["skipped"] is True
     assert provider.requests[-1].tools == ()
 
 

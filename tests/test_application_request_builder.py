@@ -1,6 +1,6 @@
 import pytest
 
-from kernel_kit import model
+from kernel_kit import block_text, model
 from youyou import AgentError, ErrorCode, ModelInfo, ProviderCapability, TextBlock, ToolDescriptor
 from youyou.application.request_builder import ChatRequestBuilder, RequestBuildOptions
 from youyou.domain.context import VisibleMessage
@@ -65,9 +65,9 @@ def test_order_is_pre_anchor_anchor_augmentation_post_anchor() -> None:
     )
     roles = [m.role.value for m in request.messages]
     assert roles == ["user", "assistant", "user", "system", "assistant", "tool"]
-    assert request.messages[3].content[0].text == "<skill>s</skill>"  # type: ignore[union-attr]
+    assert block_text(request.messages[3].content[0]) == "<skill>s</skill>"
     merged = request.messages[4]
-    assert merged.content[0].text == "checking"  # type: ignore[union-attr]
+    assert block_text(merged.content[0]) == "checking"
     assert [(c.call_id, c.arguments) for c in merged.tool_calls] == [("c1", {"a": 1})]
     assert request.messages[5].tool_call_id == "c1"
     assert request.tools == (TOOL,)

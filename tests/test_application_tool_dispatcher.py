@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kernel_kit import MODEL, RecordingTool, build_agent, payload_types, text
+from kernel_kit import MODEL, RecordingTool, block_text, build_agent, payload_types, text
 from plugin_kit import ScriptedPlugin, patch_arguments
 from youyou import (
     AgentBuilder,
@@ -53,7 +53,7 @@ async def test_read_only_batch_runs_concurrently_and_commits_in_model_order() ->
     assert fast.finished[0] < slow.finished[0]  # completion order differs from model order
     types = [t for t in payload_types(events) if t.startswith("tool_call")]
     assert types == ["tool_call_start"] * 3 + ["tool_call_end"] * 3
-    ends = [e.payload.call_id for e in events if e.payload.type == "tool_call_end"]  # type: ignore[union-attr]
+    ends = [e.payload.call_id for e in events if e.payload.type == "tool_call_end"]
     assert ends == ["c0", "c1", "c2"]
     assert [r.result.call_id for r in results(session)] == ["c0", "c1", "c2"]
     assert [m.tool_call_id for m in provider.requests[1].messages[2:]] == ["c0", "c1", "c2"]
@@ -105,7 +105,8 @@ async def test_cancel_during_a_serial_batch_skips_the_rest_in_order() -> None:
         "reason": "cancelled_before_execution",
     }
     kinds = [type(e.payload) for e in session.events[-6:]]
-    assert kinds == [ToolCall, ToolResult] * 3
+    call_then_result: list[type[object]] = [ToolCall, ToolResult]
+    assert kinds == call_then_result * 3
     types = [t for t in payload_types(events) if t.startswith("tool_call")]
     assert types == ["tool_call_start", "tool_call_end"] * 3
     assert payload_types(events)[-1] == "turn_cancelled"
@@ -163,8 +164,8 @@ async def test_timeout_unknown_tool_and_failure_become_error_outputs() -> None:
     assert codes == ["TOOL_TIMEOUT", "TOOL_NOT_FOUND", "TOOL_EXECUTION_ERROR"]
     assert "disk on fire" in outs[2].content
     errors = [e.payload for e in events if e.payload.type == "error"]
-    assert [e.code for e in errors] == codes  # type: ignore[union-attr]
-    assert all(not e.fatal for e in errors)  # type: ignore[union-attr]
+    assert [e.code for e in errors] == codes
+    assert all(not e.fatal for e in errors)
     assert (
         provider.requests[1]
         .messages[-1]
@@ -189,7 +190,7 @@ async def test_huge_output_is_truncated_everywhere() -> None:
     assert len(stored.content.encode()) <= 1_048_576
     assert stored.metadata == {"rows": 7}
     end = next(e.payload for e in events if e.payload.type == "tool_call_end")
-    assert end.output == stored  # type: ignore[union-attr]
+    assert end.output == stored
 
 
 async def test_display_metadata_is_what_events_show() -> None:
@@ -203,8 +204,8 @@ async def test_display_metadata_is_what_events_show() -> None:
     session = await agent.new_session()
     events = await (await session.send_message("go")).collect()
     end = next(e.payload for e in events if e.payload.type == "tool_call_end")
-    assert end.output.content == "Loaded skill: x"  # type: ignore[union-attr]
-    assert provider.requests[1].messages[-1].content[0].text.endswith("long body")  # type: ignore[union-attr]
+    assert end.output.content == "Loaded skill: x"
+    assert block_text(provider.requests[1].messages[-1].content[0]).endswith("long body")
 
 
 async def test_a_handler_returning_a_wrong_type_is_an_error_result_and_the_turn_goes_on() -> None:
@@ -232,8 +233,8 @@ async def test_a_handler_returning_a_wrong_type_is_an_error_result_and_the_turn_
     ]
     assert all(o.is_error for o in outs)
     errors = [e.payload for e in events if e.payload.type == "error"]
-    assert [(e.code, e.fatal) for e in errors] == [("TOOL_EXECUTION_ERROR", False)] * 2  # type: ignore[union-attr]
-    assert provider.requests[1].messages[-1].content[0].text == outs[1].content  # type: ignore[union-attr]
+    assert [(e.code, e.fatal) for e in errors] == [("TOOL_EXECUTION_ERROR", False)] * 2
+    assert block_text(provider.requests[1].messages[-1].content[0]) == outs[1].content
     # The next turn finds every call answered: no "process stopped" result is added.
     assert (await (await session.send_message("again")).join()).status is OutcomeStatus.COMPLETED
     assert len(results(session)) == 2
@@ -295,7 +296,7 @@ class SchemaTool:
 
 async def test_arguments_that_break_the_schema_are_answered_without_calling_the_tool() -> None:
     search = SchemaTool("search", SEARCH_SCHEMA)
-    calls = [
+    calls: list[tuple[str, str, dict[str, Any]]] = [
         ("c0", "search", {"query": "disk", "limit": "ten"}),
         ("c1", "search", {"limit": 5, "verbose": True}),
         ("c2", "search", {"query": "disk", "filters": ["a", 7]}),
@@ -319,8 +320,8 @@ async def test_arguments_that_break_the_schema_are_answered_without_calling_the_
         "search ok",
     ]
     errors = [e.payload for e in events if e.payload.type == "error"]
-    assert [(e.code, e.fatal) for e in errors] == [("INPUT_VALIDATION", False)] * 3  # type: ignore[union-attr]
-    replies = [m.content[0].text for m in provider.requests[1].messages[-4:]]  # type: ignore[union-attr]
+    assert [(e.code, e.fatal) for e in errors] == [("INPUT_VALIDATION", False)] * 3
+    replies = [block_text(m.content[0]) for m in provider.requests[1].messages[-4:]]
     assert replies == outs  # the model reads why, so it can correct itself
 
 

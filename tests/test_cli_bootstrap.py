@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kernel_kit import block_text
 from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
 from youyou.adapters.settings import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -37,7 +38,7 @@ async def test_builds_a_working_agent_whose_sessions_are_stored(db_url: str) -> 
     finally:
         await storage.close()
     [answer] = [e.payload for e in events if isinstance(e.payload, AssistantMessage)]
-    assert "offline demo model" in answer.content[0].text  # type: ignore[union-attr]
+    assert "offline demo model" in block_text(answer.content[0])
 
 
 async def test_compaction_and_agent_settings_reach_the_kernel(sqlite_url: str) -> None:

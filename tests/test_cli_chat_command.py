@@ -12,6 +12,7 @@ import pexpect
 import pytest
 
 from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, plain, quit_chat, screen
+from kernel_kit import block_text
 from youyou.domain.ledger import (
     META_SKILL_INVOCATIONS,
     AssistantMessage,
@@ -39,7 +40,7 @@ def test_message_dash_reads_stdin(cli: Cli) -> None:
     result = cli.run("chat", "-m", "-", stdin="a question\nover two lines\n")
     assert result.returncode == 0, result.stderr
     [user] = cli.user_messages()
-    assert user.content[0].text == "a question\nover two lines\n"  # type: ignore[union-attr]
+    assert block_text(user.content[0]) == "a question\nover two lines\n"
 
 
 def test_json_prints_the_event_stream_as_json_lines(cli: Cli) -> None:
@@ -251,7 +252,7 @@ def test_a_second_process_is_refused_while_the_first_writes_the_session(cli: Cli
 
 def _user_texts(cli: Cli, session_id: str) -> list[str]:
     return [
-        e.payload.content[0].text  # type: ignore[union-attr]
+        block_text(e.payload.content[0])
         for e in cli.stored(session_id)
         if isinstance(e.payload, UserMessage)
     ]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli_kit import PROMPT, Cli, loose, quit_chat, screen
+from kernel_kit import block_text
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.content import FileContentBlock, ImageBlock
 from youyou.domain.ledger import META_SESSION_PROFILE, LedgerEvent, Metadata, UserMessage
@@ -224,7 +225,7 @@ def test_skills_lists_and_completes_skill_names(cli: Cli, tmp_path: Path) -> Non
     child.expect(PROMPT)
     quit_chat(child)
     [user] = cli.user_messages()
-    assert user.content[0].text == "/disk-full db-7"  # type: ignore[union-attr]
+    assert block_text(user.content[0]) == "/disk-full db-7"
     assert "disk-full" in screen(child)
 
 

@@ -73,7 +73,7 @@ def test_the_package_root_resolves_its_names_on_first_use() -> None:
     assert set(youyou.__all__) <= set(namespace)
     assert set(youyou.__all__) <= set(dir(youyou))
     with pytest.raises(AttributeError, match="no_such_name"):
-        _ = youyou.no_such_name  # type: ignore[attr-defined]
+        _ = youyou.no_such_name
 
 
 _LOADED = """

@@ -21,7 +21,8 @@ from youyou.cli.pending_memories import PENDING_DIR
 from youyou.domain.content import TextBlock
 from youyou.domain.ledger import AssistantMessage, MessageStatus, UserMessage
 
-SLOW = {"text": "part " * 100, "chunks": 100, "delay_ms": 300}  # 30 s unless interrupted
+SLOW_TEXT = "part " * 100
+SLOW = {"text": SLOW_TEXT, "chunks": 100, "delay_ms": 300}  # 30 s unless interrupted
 HANG = StreamReply((Delay(600),))  # headers, then nothing: a provider that stopped answering
 
 
@@ -87,7 +88,7 @@ def test_sigterm_mid_answer_keeps_the_partial_answer_and_exits_143(cli: Cli) -> 
     assert chat.returncode == 143, err
     [(partial, status)] = _answers(cli)
     assert status is MessageStatus.INCOMPLETE
-    assert partial.startswith("part ") and len(partial) < len(SLOW["text"])
+    assert partial.startswith("part ") and len(partial) < len(SLOW_TEXT)
     assert "cancelled" in err and "Traceback" not in err
 
 

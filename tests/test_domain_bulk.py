@@ -157,7 +157,7 @@ def test_cyclic_garbage_moved_along_is_still_collected_by_a_full_collection() ->
     gc.collect()
     Node()  # garbage only the collector can free, young when the pause starts
     with collector_paused():
-        kept = [[] for _ in range(young * middle * 2)]
+        kept: list[list[object]] = [[] for _ in range(young * middle * 2)]
     assert len(kept) == young * middle * 2
     assert collected == []  # not walked: moved to the oldest generation
     gc.collect()

@@ -4,14 +4,14 @@ changed files only, who sees which source, and what ``search_knowledge`` gives t
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from kernel_kit import build_agent, text
+from kernel_kit import block_text, build_agent, text
 from youyou import ScriptedResponse, TurnOptions
-from youyou.adapters.knowledge import KnowledgeBase, citation
+from youyou.adapters.knowledge import KnowledgeBase, PassageHit, citation
 from youyou.adapters.settings import KnowledgeSourceSettings
 from youyou.adapters.storage.engine import create_engine
 from youyou.domain.cancel import CancellationToken
@@ -142,8 +142,8 @@ async def test_users_see_only_their_own_uploads_and_the_sources_they_may_read(
     await kb.upload("alice-id", "mine.md", b"# Notes\nescalation: call Bob first\n")
     await kb.upload("bob-id", "bob.md", b"# Notes\nescalation: Bob's own notes\n")
 
-    def sources(hits: list[object]) -> set[str]:
-        return {citation(h).split(" §")[0] for h in hits}  # type: ignore[arg-type]
+    def sources(hits: Sequence[PassageHit]) -> set[str]:
+        return {citation(h).split(" §")[0] for h in hits}
 
     alice = await kb.index.search(kb.scopes("alice-id", "alice"), "escalation", 10)
     bob = await kb.index.search(kb.scopes("bob-id", "bob"), "escalation", 10)
@@ -206,6 +206,6 @@ async def test_the_model_reads_the_passage_it_searched_for(open_kb: OpenKb, tmp_
     assert outcome.status is OutcomeStatus.COMPLETED
     assert "search_knowledge" in {t.name for t in provider.requests[0].tools}
     (result,) = [m for m in provider.requests[1].messages if m.role is ModelMessageRole.TOOL]
-    shown = result.content[0].text  # type: ignore[union-attr]
+    shown = block_text(result.content[0])
     assert "[source: runbooks/db/postgres.md § Database > Failover, lines 3–5]" in shown
     assert "pg_ctl promote" in shown

@@ -9,16 +9,17 @@ import uuid
 from pathlib import Path
 
 from cli_kit import Cli, plain, quit_chat
-from kernel_kit import build_agent, text
+from kernel_kit import block_text, build_agent, text
 from mcp_kit import MARKER_VARIABLE, stdio_settings, wait_for_file
 from youyou import AgentConfig, ScriptedResponse, TurnOptions
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import McpServerSettings
+from youyou.adapters.settings import McpServerSettings, McpTransport
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.turn import OutcomeStatus
 
 TIME_SERVER = McpServerSettings(
     id="time",
+    transport=McpTransport.STDIO,
     command=sys.executable,
     args=("-m", "mcp_server_time", "--local-timezone", "UTC"),
 )
@@ -40,7 +41,7 @@ async def test_the_model_calls_a_third_party_server_and_reads_its_answer() -> No
     assert offered["time__get_current_time"].mutating is False  # readOnlyHint
     assert offered["time__get_current_time"].parameters_schema["required"] == ["timezone"]
     (result,) = [m for m in provider.requests[1].messages if m.role is ModelMessageRole.TOOL]
-    answer = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    answer = json.loads(block_text(result.content[0]))
     assert answer["timezone"] == "Europe/Berlin"
     assert answer["datetime"][-6:] in ("+01:00", "+02:00")
 
@@ -59,7 +60,7 @@ async def test_the_kernel_timeout_cancels_the_request_on_the_server(tmp_path: Pa
     await agent.shutdown()
     assert outcome.status is OutcomeStatus.COMPLETED
     (result,) = [m for m in provider.requests[1].messages if m.role is ModelMessageRole.TOOL]
-    assert "TOOL_TIMEOUT" in result.content[0].text  # type: ignore[union-attr]
+    assert "TOOL_TIMEOUT" in block_text(result.content[0])
 
 
 async def test_cancelling_the_turn_cancels_the_request_on_the_server(tmp_path: Path) -> None:

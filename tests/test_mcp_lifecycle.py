@@ -11,7 +11,7 @@ import pytest
 
 from mcp_kit import DEMO, MARKER_VARIABLE, http_demo, stdio_settings
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import McpServerSettings
+from youyou.adapters.settings import McpServerSettings, McpTransport
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.tool import ToolInput
@@ -73,10 +73,14 @@ async def test_close_stops_the_server_process(tmp_path: Path) -> None:
 async def test_a_server_that_does_not_start_is_left_out_and_reported(tmp_path: Path) -> None:
     """The report names the server, how it is started and the error itself (unwrapped from
     the SDK's exception groups), never only "unhandled errors in a TaskGroup"."""
-    broken = McpServerSettings(id="broken", command=str(tmp_path / "no-such-server"))
+    broken = McpServerSettings(
+        id="broken", transport=McpTransport.STDIO, command=str(tmp_path / "no-such-server")
+    )
     unset = stdio_settings(id="unset")  # its env names a variable that is not set
     exits = "import sys; sys.exit('GITHUB_TOKEN is not set')"
-    crashing = McpServerSettings(id="crashing", command=sys.executable, args=("-c", exits))
+    crashing = McpServerSettings(
+        id="crashing", transport=McpTransport.STDIO, command=sys.executable, args=("-c", exits)
+    )
     async with McpToolbox([broken, unset, stdio_settings(), crashing], environ={}) as box:
         assert {t.descriptor.name.split("__")[0] for t in await box.tools()} == set()
         failures = dict(box.failures)
@@ -102,7 +106,11 @@ async def test_a_server_that_does_not_start_is_left_out_and_reported(tmp_path: P
 async def test_http_headers_come_from_named_variables(tmp_path: Path) -> None:
     with http_demo(tmp_path) as url:
         settings = McpServerSettings(
-            id="demo", url=url, headers={"X-Team": "sre"}, headers_env={"X-Token": "TEST_TOKEN"}
+            id="demo",
+            transport=McpTransport.HTTP,
+            url=url,
+            headers={"X-Team": "sre"},
+            headers_env={"X-Token": "TEST_TOKEN"},
         )
         async with McpToolbox([settings], environ={"TEST_TOKEN": "t0k3n"}) as box:
             assert await call_named(box, "demo__request_header", name="X-Token") == "t0k3n"

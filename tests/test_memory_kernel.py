@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-from kernel_kit import MODEL
+from kernel_kit import MODEL, block_text
 from waiting import eventually
 from youyou import (
     Agent,
@@ -126,7 +126,7 @@ async def test_checkpoint_every_interval_off_the_critical_path_and_on_close() ->
 
     await eventually(lambda: bool(model.extractions), what="the background extraction")
     await eventually(lambda: session._runtime.pending_checkpoint is not None, what="its checkpoint")
-    window = model.extractions[0].messages[0].content[0].text  # type: ignore[union-attr]
+    window = block_text(model.extractions[0].messages[0].content[0])
     assert "first" in window and "second" in window
     assert [m.content for m in await storage.list_all("ops")] == ["fact 1"]
     # The turn has ended: the background task writes nothing to the ledger on its own.
@@ -142,7 +142,7 @@ async def test_checkpoint_every_interval_off_the_critical_path_and_on_close() ->
     assert created.source_seq_end == checkpoints[0].value["last_seq"]
     await session.close()  # close extraction covers only the window after the checkpoint
     assert len(model.extractions) == 2
-    close_window = model.extractions[1].messages[0].content[0].text  # type: ignore[union-attr]
+    close_window = block_text(model.extractions[1].messages[0].content[0])
     assert "third" in close_window and "first" not in close_window
     assert sorted(m.content for m in await storage.list_all("ops")) == ["fact 1", "fact 2"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from crash_child import PassThroughStorage
-from kernel_kit import RecordingTool, build_agent, model, text
+from kernel_kit import RecordingTool, build_agent, model, payload_as, text
 from plugin_kit import ScriptedPlugin
 from youyou import (
     Abort,
@@ -40,6 +40,7 @@ from youyou.domain.ledger import (
     MessageStatus,
     Metadata,
     SystemMessage,
+    ToolResult,
     UserMessage,
 )
 from youyou.domain.model import ChatRequest, ProviderErrorKind
@@ -562,11 +563,11 @@ async def test_resume_answers_tool_calls_left_without_results(storage: SqlSessio
         configure=with_storage(storage),
     )
     resumed = await fresh.resume_session(session.session_id)
-    repairs = [e.payload for e in resumed.events[len(durable) :]]
-    assert [
-        (r.result.call_id, r.result.output.content)
-        for r in repairs  # type: ignore[union-attr]
-    ] == [("c1", TOOL_INTERRUPTED), ("c2", TOOL_INTERRUPTED)]
+    repairs = [payload_as(e.payload, ToolResult) for e in resumed.events[len(durable) :]]
+    assert [(r.result.call_id, r.result.output.content) for r in repairs] == [
+        ("c1", TOOL_INTERRUPTED),
+        ("c2", TOOL_INTERRUPTED),
+    ]
     assert await turn(resumed, "and now?") is OutcomeStatus.COMPLETED
     sent = provider.requests[0].messages
     assert [m.tool_call_id for m in sent if m.role.value == "tool"] == ["c1", "c2"]

@@ -12,6 +12,8 @@ from youyou.adapters.settings import (
     DATABASE_URL_ENV,
     MEMORY_MODE_NAMES,
     McpServerSettings,
+    McpTransport,
+    OpenAIProviderSettings,
     ProviderType,
     load_settings,
     memory_mode_name,
@@ -82,6 +84,7 @@ def test_the_spec_sample_parses_exactly(tmp_path: Path) -> None:
     assert settings.database.url == "sqlite+aiosqlite:///./youyou.db"
     assert settings.default_model == "gpt-4o-mini"
     (provider,) = settings.providers
+    assert isinstance(provider, OpenAIProviderSettings)
     assert (provider.id, provider.type, provider.base_url, provider.api_key_env) == (
         "openai",
         ProviderType.OPENAI,
@@ -178,8 +181,15 @@ def test_optional_sections(tmp_path: Path) -> None:
     assert settings.memory.enabled is False
     assert settings.compaction.mode is MemoryMode.CONTEXT_PERCENT
     assert settings.mcp_servers == (
-        McpServerSettings(name="prometheus", command="prom-mcp", args=("--read-only",)),
-        McpServerSettings(name="grafana", url="http://127.0.0.1:9000/mcp"),
+        McpServerSettings(
+            name="prometheus",
+            transport=McpTransport.STDIO,
+            command="prom-mcp",
+            args=("--read-only",),
+        ),
+        McpServerSettings(
+            name="grafana", transport=McpTransport.HTTP, url="http://127.0.0.1:9000/mcp"
+        ),
     )
     assert settings.providers[1].models[0].api_name == "claude-sonnet-4-5"
     config = settings.agent_config()

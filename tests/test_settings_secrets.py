@@ -14,7 +14,7 @@ from cli_kit import Cli
 from fakes.chat import track
 from fakes.openai_server import FakeOpenAIServer, text_reply
 from youyou.adapters.providers.factory import build_providers
-from youyou.adapters.settings import parse_settings
+from youyou.adapters.settings import OpenAIProviderSettings, parse_settings
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import TextBlock
 from youyou.domain.errors import AgentError, ErrorCode
@@ -61,7 +61,9 @@ def test_a_key_in_api_key_env_is_refused_without_printing_it(key: str) -> None:
 @pytest.mark.parametrize("name", ["OPENAI_API_KEY", "_PRIVATE", "azure_openai_key", "KEY2"])
 def test_variable_names_are_accepted(name: str) -> None:
     settings = parse_settings({"providers": [_provider(api_key_env=name)]})
-    assert settings.providers[0].api_key_env == name
+    (provider,) = settings.providers
+    assert isinstance(provider, OpenAIProviderSettings)
+    assert provider.api_key_env == name
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -308,8 +310,4 @@ def test_valid_generated_skills_round_trip(
     assert (parsed.name, parsed.description, parsed.extra) == (name, description.strip(), extra)
     assert parsed.body == body.replace("\r\n", "\n").strip()
     again = parse_skill_md("SKILL.md", parsed.content.encode())
-    assert again == ParsedSkill(**{**_fields(parsed), "size_bytes": len(parsed.content.encode())})
-
-
-def _fields(parsed: ParsedSkill) -> dict[str, object]:
-    return {name: getattr(parsed, name) for name in ParsedSkill.__slots__}
+    assert again == dataclasses.replace(parsed, size_bytes=len(parsed.content.encode()))

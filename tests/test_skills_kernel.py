@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kernel_kit import RecordingTool, build_agent, model, text
+from kernel_kit import RecordingTool, block_text, build_agent, model, text
 from plugin_kit import ScriptedPlugin
 from youyou import (
     AgentBuilder,
@@ -69,7 +69,7 @@ def with_skills(*skills: SkillDefinition, storage: InMemorySessionStorage | None
 
 def system_texts(request: ChatRequest) -> list[str]:
     """Texts of the system messages inside ``messages`` (not the system prompt)."""
-    return [m.content[0].text for m in request.messages if m.role is ModelMessageRole.SYSTEM]
+    return [block_text(m.content[0]) for m in request.messages if m.role is ModelMessageRole.SYSTEM]
 
 
 def after_user(request: ChatRequest, user_text: str, count: int) -> list[str]:
@@ -145,7 +145,7 @@ async def test_the_skill_is_reapplied_on_every_request_of_the_turn() -> None:
         assert system_texts(request).count(skill_xml(REVIEW)) == 1
         assert after_user(request, "/review now", 1) == [skill_xml(REVIEW)]
     final = requests[-1]
-    assert "the summary" in final.messages[0].content[0].text
+    assert "the summary" in block_text(final.messages[0].content[0])
     assert [m.role for m in final.messages][-6:] == [
         ModelMessageRole.USER,
         ModelMessageRole.SYSTEM,
@@ -182,7 +182,7 @@ async def test_the_skill_survives_a_threshold_compaction_inside_the_tool_loop() 
     assert [e.payload.type for e in events].count("context_compacted") == 1
     assert provider.requests[2].system_prompt == DEFAULT_COMPACT_PROMPT
     final = provider.requests[3]
-    assert "the summary" in final.messages[0].content[0].text
+    assert "the summary" in block_text(final.messages[0].content[0])
     assert after_user(final, "/review now", 1) == [skill_xml(REVIEW)]
     assert [m.role for m in final.messages][1:] == [
         ModelMessageRole.USER,
@@ -344,7 +344,7 @@ async def test_the_catalog_lists_names_and_load_skill_returns_the_body() -> None
     assert load_skill.parameters_schema["properties"]["skill_name"]["enum"] == ["review", "commit"]
     tool_message = second.messages[-1]
     assert tool_message.role is ModelMessageRole.TOOL
-    assert tool_message.content[0].text == f"Loaded skill: review\n\n{REVIEW.prompt}"
+    assert block_text(tool_message.content[0]) == f"Loaded skill: review\n\n{REVIEW.prompt}"
     end = next(e.payload for e in events if e.payload.type == "tool_call_end")
     assert end.output.content == "Loaded skill: review"
     assert system_texts(second) == []  # the body reaches the model only as the tool result
@@ -360,7 +360,7 @@ async def test_load_skill_with_an_unknown_name_lists_the_available_names() -> No
     session = await agent.new_session()
     await (await session.send_message("ship it", options=disclosure_options(REVIEW, HIDDEN))).join()
 
-    reply = provider.requests[1].messages[-1].content[0].text
+    reply = block_text(provider.requests[1].messages[-1].content[0])
     assert "is not available" in reply and "release" in reply
     assert "Skills that can be loaded: review." in reply
     assert "RELEASE-BODY" not in reply

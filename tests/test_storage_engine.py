@@ -177,7 +177,7 @@ async def test_concurrent_upgrades_of_a_fresh_database_both_succeed(db_url: str)
 
 @pytest.mark.parametrize("location", [SESSION_MIGRATIONS, WORKBENCH_MIGRATIONS])
 def test_the_heads_read_from_the_scripts_are_alembics(location: Path) -> None:
-    assert chain_heads(location) == set(ScriptDirectory(str(location)).get_heads())
+    assert chain_heads(location) == frozenset(ScriptDirectory(str(location)).get_heads())
 
 
 _SCRIPTS = {
@@ -201,8 +201,8 @@ def _write_chain(root: Path, scripts: dict[str, str]) -> Path:
 def test_branches_merges_and_dependencies_give_alembics_heads(tmp_path: Path) -> None:
     location = _write_chain(tmp_path, _SCRIPTS)
     heads = chain_heads(location)
-    assert heads == {"d", "e"}
-    assert heads == set(ScriptDirectory(str(location)).get_heads())
+    assert heads == frozenset({"d", "e"})
+    assert heads == frozenset(ScriptDirectory(str(location)).get_heads())
 
 
 def test_a_revision_that_is_not_a_literal_is_left_to_alembic(tmp_path: Path) -> None:

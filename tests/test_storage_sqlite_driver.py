@@ -4,6 +4,7 @@ read and write transactions run whole on aiosqlite's thread."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 import threading
 import time
@@ -308,7 +309,7 @@ async def test_overlapping_calls_on_the_held_connection_are_each_one_transaction
     def read(connection: sqlite3.Connection) -> int:
         return len(count.run_on(connection, {}))
 
-    writes = [held.write("writing", lambda c, row=row: write(row, c)) for row in rows]
+    writes = [held.write("writing", functools.partial(write, row)) for row in rows]
     # A call run inside another's transaction would fail on its BEGIN.
     await asyncio.gather(*writes, *(held.read("reading", read) for _ in rows))
     assert sorted(await _rows(engine)) == sorted(str(row["id"]) for row in rows)

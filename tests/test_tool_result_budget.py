@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kernel_kit import RecordingTool, build_agent, model, text
+from kernel_kit import RecordingTool, block_text, build_agent, model, text
 from test_sessions_durable import assert_same, live_and_resumed, turn
 from youyou import OutcomeStatus, ScriptedResponse, SessionHandle, TextBlock, ToolOutput
 from youyou.adapters.tokens import ApproximateTokenCounter
@@ -97,7 +97,7 @@ async def test_a_one_megabyte_result_on_a_small_window_ends_the_turn_normally() 
     # The model got the head and the tail around the marker, within its share of the window.
     request = provider.requests[-1]
     (tool_message,) = [m for m in request.messages if m.role is ModelMessageRole.TOOL]
-    shown = tool_message.content[0].text  # type: ignore[union-attr]
+    shown = block_text(tool_message.content[0])
     assert MARKER.search(shown) is not None
     assert shown.startswith(BIG[:200]) and shown.endswith(BIG[-200:])
     assert COUNTER.count_text(shown) <= tool_result_token_limit(WINDOW)

@@ -90,8 +90,7 @@ def test_idle_connections_that_exhaust_descriptors_are_let_go(
     start_workbench: StartWorkbench,
 ) -> None:
     wb = start_workbench(process=True, extra="[server]\nheader_timeout_s = 2")
-    assert wb.server.process is not None
-    resource.prlimit(wb.server.process.pid, resource.RLIMIT_NOFILE, (256, 256))
+    resource.prlimit(wb.process.pid, resource.RLIMIT_NOFILE, (256, 256))
     crowd = [connect(wb) for _ in range(300)]
     try:
 

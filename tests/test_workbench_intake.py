@@ -46,8 +46,7 @@ def answer_of(sock: socket.socket) -> tuple[int, bytes]:
 
 def test_strangers_sending_large_bodies_add_no_memory(start_workbench: StartWorkbench) -> None:
     wb = start_workbench(process=True)
-    assert wb.server.process is not None
-    pid = wb.server.process.pid
+    pid = wb.process.pid
     before = rss_bytes(pid)
     senders = []
     for _ in range(6):

@@ -70,8 +70,7 @@ def test_sigterm_mid_turn_stores_the_partial_answer_and_exits_0(
     turn.wait_for("text_delta")
 
     asked = time.monotonic()
-    process = wb.server.process
-    assert process is not None
+    process = wb.process
     process.send_signal(signal.SIGTERM)
     assert process.wait(STOP_BOUND_S + 20) == 0, wb.server.log()
     took = time.monotonic() - asked
@@ -107,8 +106,7 @@ def test_a_hung_model_does_not_hold_up_shutdown_with_memory_extraction(
     wb.model.enqueue(pausing_reply("{", pause_s=120))  # the extraction request hangs
 
     asked = time.monotonic()
-    process = wb.server.process
-    assert process is not None
+    process = wb.process
     process.send_signal(signal.SIGTERM)
     assert process.wait(60) == 0, wb.server.log()
     took = time.monotonic() - asked
