@@ -412,11 +412,10 @@ class SessionService:
                         await self.extract_memories(runtime)
                         async with runtime.write_lock:  # when the close's window was empty
                             await self._write_pending_checkpoint(runtime)
-            except AgentError as error:
-                if error.code is not ErrorCode.SESSION_BUSY:
-                    logger.warning("memory extraction on close failed", exc_info=True)
-                else:  # the process that writes the session now extracts it when it closes
-                    logger.info("memory extraction on close skipped: %s", error.message)
+            except AgentError as error:  # one line: what failed has logged its own details
+                # SESSION_BUSY: the process that writes the session extracts it when it closes
+                log = logger.info if error.code is ErrorCode.SESSION_BUSY else logger.warning
+                log("closing session %s without its memories: %s", runtime.session_id, error)
             except Exception:
                 logger.warning("memory extraction on close failed", exc_info=True)
             finally:
