@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -12,11 +13,12 @@ import pytest
 
 from kernel_kit import build_agent, text
 from youyou import Agent, AgentBuilder, ScriptedProvider
+from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.providers.scripted import ResponseSource
 from youyou.adapters.storage import SqlSessionLeases
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.domain.ledger import AssistantMessage, UserMessage
+from youyou.domain.ledger import META_MEMORY_CHECKPOINT, AssistantMessage, Metadata, UserMessage
 from youyou.domain.turn import OutcomeStatus
 
 TTL_S = 0.3  # a renewal every 0.1 s
@@ -44,12 +46,15 @@ async def process(
     db_url: str,
     holder: str | None,
     responses: Sequence[ResponseSource] = (),
+    memories: InMemoryMemoryStorage | None = None,
 ) -> AsyncIterator[Process]:
     """An agent on its own storage; ``holder`` None: without session leases."""
     storage = await SqlSessionStorage.open(db_url)
 
     def configure(builder: AgentBuilder) -> AgentBuilder:
         builder.register_session_storage(storage)
+        if memories is not None:
+            builder.register_memory_storage(memories)
         if holder is not None:
             builder.register_session_leases(storage.leases(), holder=holder, ttl_s=TTL_S)
         return builder
@@ -167,6 +172,37 @@ async def test_a_lost_lease_stops_the_writer_and_writes_nothing_more(db_url: str
             refused.value.message
         )
         assert await leases.holder(session_id) == "process C"  # left to its holder
+
+
+async def test_a_close_extracts_as_the_writer_and_leaves_a_busy_session_to_its_writer(
+    db_url: str,
+) -> None:
+    extraction = {"mutations": [{"op": "create", "content": "db-1 runs pg", "reason": "said"}]}
+    memories = InMemoryMemoryStorage()
+    async with (
+        process(db_url, "process A", [text("first answer"), slow(40)]) as a,
+        process(db_url, "process B", [text(json.dumps(extraction))], memories) as b,
+    ):
+        session = await a.agent.new_session()
+        session_id = session.session_id
+        await (await session.send_message("db-1 runs pg")).join()
+        busy = await b.agent.resume_session(session_id)
+        running = await session.send_message("and then?")
+        await busy.close()  # A writes the session: B closes without extracting
+        assert busy.is_closed and not b.provider.requests
+        assert await b.user_texts(session_id) == ["db-1 runs pg", "and then?"]
+        await running.join()
+        writer = await b.agent.resume_session(session_id)
+        await writer.close()  # nobody else writes: B extracts, as the writer
+        namespace = writer.config.pinned.memory_namespace
+        assert [m.content for m in await memories.list_all(namespace)] == ["db-1 runs pg"]
+        [checkpoint] = [
+            e
+            for e in await b.storage.load_events(session_id)
+            if isinstance(e.payload, Metadata) and e.payload.key == META_MEMORY_CHECKPOINT
+        ]
+        assert checkpoint.seq == (await b.storage.load_head(session_id)).last_seq
+        assert await b.leases().holder(session_id) is None
 
 
 async def test_without_session_leases_the_kernel_takes_none(db_url: str) -> None:
