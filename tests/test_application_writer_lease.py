@@ -11,14 +11,21 @@ from dataclasses import dataclass
 
 import pytest
 
-from kernel_kit import build_agent, text
-from youyou import Agent, AgentBuilder, ScriptedProvider
+from kernel_kit import RecordingTool, build_agent, text
+from waiting import eventually
+from youyou import Agent, AgentBuilder, ScriptedProvider, ScriptedResponse
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.providers.scripted import ResponseSource
 from youyou.adapters.storage import SqlSessionLeases
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.domain.ledger import META_MEMORY_CHECKPOINT, AssistantMessage, Metadata, UserMessage
+from youyou.domain.ledger import (
+    META_MEMORY_CHECKPOINT,
+    AssistantMessage,
+    Metadata,
+    ToolResult,
+    UserMessage,
+)
 from youyou.domain.turn import OutcomeStatus
 
 TTL_S = 0.3  # a renewal every 0.1 s
@@ -47,6 +54,7 @@ async def process(
     holder: str | None,
     responses: Sequence[ResponseSource] = (),
     memories: InMemoryMemoryStorage | None = None,
+    tools: Sequence[RecordingTool] = (),
 ) -> AsyncIterator[Process]:
     """An agent on its own storage; ``holder`` None: without session leases."""
     storage = await SqlSessionStorage.open(db_url)
@@ -60,7 +68,7 @@ async def process(
         return builder
 
     try:
-        agent, provider = await build_agent(responses, configure=configure)
+        agent, provider = await build_agent(responses, tools=tools, configure=configure)
         try:
             yield Process(agent, provider, storage)
         finally:
@@ -203,6 +211,33 @@ async def test_a_close_extracts_as_the_writer_and_leaves_a_busy_session_to_its_w
         ]
         assert checkpoint.seq == (await b.storage.load_head(session_id)).last_seq
         assert await b.leases().holder(session_id) is None
+
+
+async def test_a_resume_answers_interrupted_calls_only_as_the_writer(db_url: str) -> None:
+    """A call whose tool still runs in another process is not interrupted: it is not answered
+    for that process, which still writes the session."""
+    lookup = RecordingTool("lookup", delay=1.0)
+    call = ScriptedResponse.tool_calls([("c-1", "lookup", {"x": 1})])
+    async with (
+        process(db_url, "process A", [call, text("found it")], tools=[lookup]) as a,
+        process(db_url, "process B") as b,
+    ):
+        session = await a.agent.new_session()
+        session_id = session.session_id
+        turn = await session.send_message("look it up")
+        await eventually(lambda: bool(lookup.calls), what="the tool to run")
+        with pytest.raises(AgentError) as refused:
+            await b.agent.resume_session(session_id)
+        assert refused.value.code is ErrorCode.SESSION_BUSY
+        assert (await turn.join()).status is OutcomeStatus.COMPLETED
+        [result] = [
+            e.payload
+            for e in await b.storage.load_events(session_id)
+            if type(e.payload) is ToolResult
+        ]
+        assert result.result.output.content == "lookup ok {'x': 1}"  # the tool's, not synthetic
+        resumed = await b.agent.resume_session(session_id)  # nothing to answer now
+        assert resumed.last_seq == (await b.storage.load_head(session_id)).last_seq
 
 
 async def test_without_session_leases_the_kernel_takes_none(db_url: str) -> None:
