@@ -180,11 +180,10 @@ class Chat:
                 else:
                     await session.close(extract_memories=False)
             except AgentError as error:
-                if error.code is ErrorCode.STORAGE_ERROR and self.storage_failed:
-                    # The database failed the turn the same way (read-only, full): one line.
-                    logger.warning("closing session %s: %s", session.session_id, error.message)
-                else:
+                if error.code is not ErrorCode.STORAGE_ERROR or not self.storage_failed:
                     raise
+                # The database failed the turn the same way (read-only, full): one line.
+                logger.warning("closing session %s: %s", session.session_id, error.message)
                 await session.close(extract_memories=False)
         summary = session.summary
         if summary is None or summary.message_count == 0:
