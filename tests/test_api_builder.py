@@ -11,6 +11,7 @@ from youyou import (
 )
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.storage.memory import InMemorySessionStorage
+from youyou.adapters.storage.sql import SqlSessionStorage
 
 
 async def build_code(builder: AgentBuilder) -> ErrorCode:
@@ -59,6 +60,35 @@ async def test_storage_duplicates() -> None:
         .register_memory_storage(InMemoryMemoryStorage())
     )
     assert await build_code(two_memories) is ErrorCode.STORAGE_DUPLICATE
+
+
+async def test_session_leases_once_with_a_session_storage_and_a_positive_lifetime(
+    sqlite_url: str,
+) -> None:
+    storage = await SqlSessionStorage.open(sqlite_url)
+    try:
+        leases = storage.leases()
+        twice = (
+            base()
+            .register_session_storage(storage)
+            .register_session_leases(leases, holder="a")
+            .register_session_leases(leases, holder="b")
+        )
+        assert await build_code(twice) is ErrorCode.STORAGE_DUPLICATE
+        alone = base().register_session_leases(leases, holder="a")
+        assert await build_code(alone) is ErrorCode.INVALID_CONFIG
+        with pytest.raises(AgentError) as info:
+            base().register_session_leases(leases, holder="a", ttl_s=0)
+        assert info.value.code is ErrorCode.INVALID_CONFIG
+        agent = (
+            await base()
+            .register_session_storage(storage)
+            .register_session_leases(leases, holder="a")
+            .build()
+        )
+        await agent.shutdown()
+    finally:
+        await storage.close()
 
 
 async def test_config_errors() -> None:

@@ -6,11 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from kernel_kit import block_text
 from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
 from youyou.adapters.settings import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
+from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.storage.tables import session_leases
 from youyou.bootstrap import agent_config_from, build_agent_from_settings
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.errors import AgentError, ErrorCode
@@ -39,6 +42,48 @@ async def test_builds_a_working_agent_whose_sessions_are_stored(db_url: str) -> 
         await storage.close()
     [answer] = [e.payload for e in events if isinstance(e.payload, AssistantMessage)]
     assert "offline demo model" in block_text(answer.content[0])
+
+
+async def test_a_writer_holds_the_session_lease_for_database_lease_ttl_s(db_url: str) -> None:
+    settings = _settings(db_url, database={"url": db_url, "lease_ttl_s": 7})
+    app = await build_agent_from_settings(settings, writer="youyou chat")
+    try:
+        session = await app.agent.new_session()
+        turn = await session.send_message("hello")  # returns with the lease taken
+        async with app.session_storage.engine.connect() as conn:
+            [(holder, acquired, expires)] = (
+                await conn.execute(
+                    select(
+                        session_leases.c.holder,
+                        session_leases.c.acquired_at,
+                        session_leases.c.expires_at,
+                    )
+                )
+            ).all()
+        assert holder == local_holder("youyou chat")
+        assert (expires - acquired).total_seconds() == pytest.approx(7)
+        assert (await turn.join()).status is OutcomeStatus.COMPLETED
+        leases = app.session_storage.leases()
+        assert await leases.holder(session.session_id) is None
+        assert await leases.acquire(session.session_id, "youyou serve on elsewhere", 30) is None
+        with pytest.raises(AgentError) as busy:
+            await session.send_message("again")
+        assert busy.value.code is ErrorCode.SESSION_BUSY
+        assert "in use by another process (youyou serve on elsewhere)" in busy.value.message
+    finally:
+        await app.close()
+
+
+async def test_without_a_writer_no_session_lease_is_taken(sqlite_url: str) -> None:
+    app = await build_agent_from_settings(_settings(sqlite_url))
+    try:
+        session = await app.agent.new_session()
+        leases = app.session_storage.leases()
+        assert await leases.acquire(session.session_id, "youyou serve on elsewhere", 30) is None
+        outcome = await (await session.send_message("hello")).join()
+        assert outcome.status is OutcomeStatus.COMPLETED  # the workbench keeps its own leases
+    finally:
+        await app.close()
 
 
 async def test_compaction_and_agent_settings_reach_the_kernel(sqlite_url: str) -> None:

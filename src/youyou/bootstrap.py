@@ -20,6 +20,7 @@ from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.providers.factory import build_providers
 from youyou.adapters.settings import Settings
 from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
+from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.tools.builtin import CurrentTimeTool
 from youyou.api.agent import Agent
@@ -94,11 +95,16 @@ async def build_agent_from_settings(
     environ: Mapping[str, str] | None = None,
     max_active_sessions: int | None = None,
     knowledge: bool = False,
+    writer: str | None = None,
 ) -> BuiltApp:
     """Open the storages on ``settings.database.url`` (migrated) and build the agent.
 
     The knowledge base is opened when ``[[knowledge]]`` sources are configured, or always
     with ``knowledge=True`` (the workbench, whose users upload documents).
+
+    ``writer`` (the program's name, ``youyou chat``) registers the session leases of the
+    database: every write of a session then holds its lease, so that one process at a time
+    writes it (``[database] lease_ttl_s``).
 
     Invalid skill files do not stop the build: they are returned in ``skill_errors``.
     Anything opened here is closed again if a later step fails.
@@ -127,6 +133,12 @@ async def build_agent_from_settings(
         for skill in loaded.skills:
             builder.register_skill(skill)
         builder.register_session_storage(session_storage)
+        if writer is not None:
+            builder.register_session_leases(
+                session_storage.leases(),
+                holder=local_holder(writer),
+                ttl_s=settings.database.lease_ttl_s,
+            )
         if memory_storage is not None:
             builder.register_memory_storage(memory_storage)
         agent = await builder.build()

@@ -193,6 +193,9 @@ class DatabaseSettings(_Section):
     url: str = Field(default_factory=default_database_url, min_length=1)
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     """``normal``: a commit survives a killed process, not a power cut; ``full``: both."""
+    lease_ttl_s: float = Field(30.0, gt=0)
+    """The session lease of a ``youyou chat`` that stopped (on another machine) expires after
+    this long; one of this machine is taken over at once."""
 
 
 # The CLI and the server keep one active session per open conversation; the kernel's own

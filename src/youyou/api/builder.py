@@ -22,6 +22,7 @@ from youyou.application.token_estimator import (
     exactness_floor,
     warm_up,
 )
+from youyou.application.writer_lease import WriterLeases
 from youyou.domain.config import AgentConfig, validate_agent_config
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.model import ChatRequest, ModelInfo
@@ -31,6 +32,7 @@ from youyou.domain.templates import PHRASES
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.plugin import Plugin
+from youyou.ports.session_lease import SessionLeases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.token_counter import TokenCounter
 from youyou.ports.tool import ToolHandler
@@ -65,6 +67,7 @@ class AgentBuilder:
         self._plugins: list[tuple[Plugin, Any]] = []
         self._session_storages: list[SessionStorage] = []
         self._memory_storages: list[MemoryStorage] = []
+        self._writers: list[WriterLeases] = []
         self._token_counter: TokenCounterFactory = _default_token_counter
 
     def register_model_provider(self, provider: ModelProvider) -> AgentBuilder:
@@ -91,6 +94,18 @@ class AgentBuilder:
         self._memory_storages.append(storage)
         return self
 
+    def register_session_leases(
+        self, leases: SessionLeases, *, holder: str, ttl_s: float = 30.0
+    ) -> AgentBuilder:
+        """One writer per session across the processes sharing the session storage: every
+        operation that writes a session holds its lease (as ``holder``, the name another
+        process's SESSION_BUSY error shows), renewed every ``ttl_s / 3`` seconds; the lease of
+        a process that stopped renewing expires after ``ttl_s``. Needs a session storage."""
+        if ttl_s <= 0:
+            raise _build_error(ErrorCode.INVALID_CONFIG, "the lease time to live must be positive")
+        self._writers.append(WriterLeases(leases, holder, ttl_s))
+        return self
+
     def with_token_counter(self, factory: TokenCounterFactory) -> AgentBuilder:
         """Token counter per model id (default: offline BPE per model family)."""
         self._token_counter = factory
@@ -107,6 +122,10 @@ class AgentBuilder:
             raise _build_error(
                 ErrorCode.STORAGE_DUPLICATE, "at most one session storage and one memory storage"
             )
+        if len(self._writers) > 1:
+            raise _build_error(ErrorCode.STORAGE_DUPLICATE, "session leases are registered twice")
+        if self._writers and not self._session_storages:
+            raise _build_error(ErrorCode.INVALID_CONFIG, "session leases need a session storage")
         models = ModelRegistry(self._providers)
         validate_agent_config(self._config, models.has)
         tools = {t.descriptor.name: t for t in self._tools}
@@ -147,6 +166,7 @@ class AgentBuilder:
                 phrases=PHRASES[config.language],
             ),
             estimator_for=estimator_for,
+            writers=self._writers[0] if self._writers else None,
         )
         return Agent(kernel)
 

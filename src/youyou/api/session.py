@@ -72,6 +72,12 @@ class SessionHandle:
         another process appended to the session."""
         return self._runtime.last_seq
 
+    @property
+    def reloads(self) -> int:
+        """How often this handle reloaded its ledger before writing, because another process
+        had appended to it (only with session leases registered)."""
+        return self._runtime.reloads
+
     def visible_messages(self) -> tuple[VisibleMessage, ...]:
         """What the model sees of the history now; a resume rebuilds exactly this."""
         return tuple(self._runtime.context.state.visible_messages)
@@ -92,9 +98,22 @@ class SessionHandle:
         self, user_input: UserInput, *, options: TurnOptions | None = None
     ) -> RunningTurn:
         """Start a turn; refusals (AGENT_SHUTDOWN, SESSION_NOT_FOUND, INPUT_VALIDATION,
-        TURN_BUSY, SKILL_NOT_FOUND) write nothing."""
-        self._sessions.require_usable(self._runtime)
-        channel = self._engine.start(self._runtime, to_blocks(user_input), options or TurnOptions())
+        TURN_BUSY, SKILL_NOT_FOUND, and SESSION_BUSY while another process writes the
+        session) write nothing. With session leases, the turn holds the session's lease until
+        it ends, and a session another process appended to is reloaded first."""
+        runtime = self._runtime
+        self._sessions.require_usable(runtime)
+        await self._sessions.begin_writing(runtime)
+        try:
+            channel = self._engine.start(
+                runtime,
+                to_blocks(user_input),
+                options or TurnOptions(),
+                on_end=lambda: self._sessions.end_writing(runtime),
+            )
+        except BaseException:
+            await self._sessions.end_writing(runtime)
+            raise
         return RunningTurn(channel)
 
     def cancel(self) -> None:

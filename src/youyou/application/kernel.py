@@ -13,6 +13,7 @@ from youyou.application.model_router import ModelRegistry
 from youyou.application.plugin_manager import PluginManager
 from youyou.application.prompt_builder import PromptBuilder
 from youyou.application.session_runtime import SessionRuntime
+from youyou.application.writer_lease import WriterLeases
 from youyou.domain.config import AgentConfig
 from youyou.domain.model import ModelInfo
 from youyou.domain.skill import SkillDefinition
@@ -37,6 +38,8 @@ class Kernel:
     control: AgentControl[SessionRuntime]
     prompt_builder: PromptBuilder
     estimator_for: Callable[[ModelInfo], TokenEstimator]
+    # One writer per session across processes; None: only this process's own guard.
+    writers: WriterLeases | None = None
     clock: Callable[[], datetime] = utc_now
 
     @property

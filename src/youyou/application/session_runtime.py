@@ -70,6 +70,8 @@ class SessionRuntime:
     memory_state: SessionMemoryState = field(default_factory=SessionMemoryState)
     turn_state: TurnState = TurnState.IDLE
     turn_index: int = 0
+    # Times the ledger was reloaded because another process had appended to it.
+    reloads: int = 0
     # The latest turn's rendered system prompt; a manual compaction estimates with it.
     system_prompt: str | None = None
     last_memory_checkpoint_seq: int = 0

@@ -48,6 +48,7 @@ from youyou.domain.ledger_metadata import (
 from youyou.domain.session import SessionHead, next_summary
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_INTERRUPTED
+from youyou.ports.session_storage import SessionStorage
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ class SessionService:
         runtime.turn_state = TurnState.COMPACTING
         runtime.running_compaction = operation
         try:
-            yield operation.cancel_token
+            async with self.writing(runtime):
+                yield operation.cancel_token
         finally:
             runtime.running_compaction = None
             if runtime.turn_state is TurnState.COMPACTING:
@@ -116,6 +118,53 @@ class SessionService:
             f"the operation on session {runtime.session_id} was cancelled",
             source=ErrorSource.SESSION_SERVICE,
         )
+
+    # -- one writer per session across processes -----------------------------------------
+
+    @asynccontextmanager
+    async def writing(self, runtime: SessionRuntime) -> AsyncIterator[None]:
+        """The block writes the session: see ``begin_writing``."""
+        await self.begin_writing(runtime)
+        try:
+            yield
+        finally:
+            await self.end_writing(runtime)
+
+    async def begin_writing(self, runtime: SessionRuntime) -> None:
+        """With session leases registered: hold the session's lease until ``end_writing``
+        (SESSION_BUSY while another process holds it), and reload a session that another
+        process appended to since this one loaded it. Without them: nothing."""
+        writers = self._kernel.writers
+        if writers is None:
+            return
+
+        def stop() -> None:
+            for operation in runtime.operations:
+                operation.cancel()
+
+        async def reload_if_moved_on() -> None:
+            head = await self._storage().load_head(runtime.session_id)
+            if head.last_seq != runtime.last_seq:
+                await self._reload(runtime)
+
+        await writers.take(runtime.session_id, stop=stop, on_taken=reload_if_moved_on)
+
+    async def end_writing(self, runtime: SessionRuntime) -> None:
+        if self._kernel.writers is not None:
+            await self._kernel.writers.give_back(runtime.session_id)
+
+    async def _reload(self, runtime: SessionRuntime) -> None:
+        """Replace the ledger state in memory by the stored one, in place (the handle, the
+        agent's slot and the operation about to run share the runtime). A background
+        extraction of the old copy ends first; its checkpoint is dropped as out of date, and
+        the window is extracted again from the reloaded events."""
+        if runtime.background:
+            await asyncio.gather(*runtime.background, return_exceptions=True)
+        fresh = await self._load(runtime.session_id)
+        for name in _LEDGER_STATE:
+            setattr(runtime, name, getattr(fresh, name))
+        runtime.reloads += 1
+        await self._answer(runtime)
 
     # -- ledger writes -------------------------------------------------------------------
 
@@ -148,6 +197,8 @@ class SessionService:
             },
         )
         summary = next_summary(runtime.summary, runtime.session_id, event)
+        if self._kernel.writers is not None:
+            self._kernel.writers.check_writable(runtime.session_id)
         storage = self._kernel.session_storage
         if storage is not None:
             try:
@@ -250,46 +301,55 @@ class SessionService:
 
     async def resume(self, session_id: str) -> SessionRuntime:
         """Rebuild from the session profile, the latest compaction and the events after it."""
-        kernel = self._kernel
-        storage = kernel.session_storage
+        self._storage()
+        with self._opening_slot(session_id) as reservation:
+            runtime = await self._load(session_id)
+            await self.answer_interrupted_calls(runtime)
+            await self._load_bootstrap(runtime)
+            self._kernel.control.commit(reservation, runtime)
+            return runtime
+
+    def _storage(self) -> SessionStorage:
+        storage = self._kernel.session_storage
         if storage is None:
             raise AgentError(
                 ErrorCode.SESSION_NOT_FOUND,
                 "resume needs a session storage",
                 source=ErrorSource.SESSION_SERVICE,
             )
-        with self._opening_slot(session_id) as reservation:
-            head, events = await storage.load_session(session_id, self._first_needed_seq)
-            pinned = read_metadata(head.profile, SessionPinnedConfig)
-            assert pinned is not None  # a session's first event is its profile
-            policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
-            runtime = self._runtime(
-                session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
-            )
-            record = read_metadata(head.latest_compaction, CompactionRecord)
-            checkpoint = _checkpoint(head)
-            runtime.last_memory_checkpoint_seq = checkpoint.last_seq
-            runtime.events = list(events)
-            runtime.last_seq = head.last_seq
-            runtime.summary = head.summary
-            with collector_paused():
-                runtime.context.rebuild(runtime.events, record)
-                # Convert the history for the provider now, so the first turn pays only for
-                # itself (calls answered below extend the same list and convert later).
-                visible = runtime.context.state.visible_messages
-                runtime.requests.messages.prefix(visible, len(visible))
-            change = read_metadata(head.latest_memory_mode, MemoryModeChange)
-            if change is not None:
-                runtime.compaction = runtime.compaction.model_copy(update={"mode": change.mode})
-            await self.answer_interrupted_calls(runtime)
-            runtime.turn_index = checkpoint.turn_index + sum(
-                1
-                for e in runtime.events
-                if e.seq > runtime.last_memory_checkpoint_seq and type(e.payload) is UserMessage
-            )
-            await self._load_bootstrap(runtime)
-            kernel.control.commit(reservation, runtime)
-            return runtime
+        return storage
+
+    async def _load(self, session_id: str) -> SessionRuntime:
+        """A runtime as the storage has the session now (resume, and a reload)."""
+        kernel = self._kernel
+        head, events = await self._storage().load_session(session_id, self._first_needed_seq)
+        pinned = read_metadata(head.profile, SessionPinnedConfig)
+        assert pinned is not None  # a session's first event is its profile
+        policy = resolve_session_runtime_policy(kernel.config, pinned, kernel.models.has)
+        runtime = self._runtime(
+            session_id, ResolvedSessionConfig(pinned=pinned, runtime_policy=policy)
+        )
+        record = read_metadata(head.latest_compaction, CompactionRecord)
+        checkpoint = _checkpoint(head)
+        runtime.last_memory_checkpoint_seq = checkpoint.last_seq
+        runtime.events = list(events)
+        runtime.last_seq = head.last_seq
+        runtime.summary = head.summary
+        with collector_paused():
+            runtime.context.rebuild(runtime.events, record)
+            # Convert the history for the provider now, so the first turn pays only for
+            # itself (calls answered below extend the same list and convert later).
+            visible = runtime.context.state.visible_messages
+            runtime.requests.messages.prefix(visible, len(visible))
+        change = read_metadata(head.latest_memory_mode, MemoryModeChange)
+        if change is not None:
+            runtime.compaction = runtime.compaction.model_copy(update={"mode": change.mode})
+        runtime.turn_index = checkpoint.turn_index + sum(
+            1
+            for e in runtime.events
+            if e.seq > runtime.last_memory_checkpoint_seq and type(e.payload) is UserMessage
+        )
+        return runtime
 
     def _first_needed_seq(self, head: SessionHead) -> int:
         """Resume reads the events after this seq: those after the latest compaction, and
@@ -305,17 +365,12 @@ class SessionService:
     async def answer_interrupted_calls(self, runtime: SessionRuntime) -> None:
         """A process killed inside a tool batch leaves calls without results, which no provider
         accepts: record, as a fact like any other, that each was interrupted."""
-        answered: set[str] = set()
-        pending: list[ToolCall] = []
-        for event in reversed(runtime.events):  # only the last turn can hold open calls
-            payload = event.payload
-            if isinstance(payload, UserMessage):
-                break
-            if isinstance(payload, ToolResult):
-                answered.add(payload.result.call_id)
-            elif isinstance(payload, ToolCall) and payload.call.call_id not in answered:
-                pending.append(payload)
-        for orphan in reversed(pending):
+        if _unanswered_calls(runtime):
+            async with self.writing(runtime):
+                await self._answer(runtime)
+
+    async def _answer(self, runtime: SessionRuntime) -> None:
+        for orphan in _unanswered_calls(runtime):
             await self.record(
                 runtime,
                 ToolResult(
@@ -334,7 +389,9 @@ class SessionService:
         extract, release the slot last.
 
         ``extract=False`` writes nothing: for a copy another process has moved on from, or
-        one this process may not write right now."""
+        one this process may not write right now. With session leases registered, the
+        extraction writes under the session's lease and is skipped while another process
+        holds it."""
         async with runtime.close_lock:
             if runtime.turn_state is TurnState.CLOSED:
                 return
@@ -350,10 +407,15 @@ class SessionService:
             try:
                 if runtime.background:
                     await asyncio.gather(*runtime.background, return_exceptions=True)
-                if extract:
-                    await self.extract_memories(runtime)
-                    async with runtime.write_lock:  # when the close's window was empty
-                        await self._write_pending_checkpoint(runtime)
+                if extract and self._kernel.memory.enabled:
+                    async with self.writing(runtime):
+                        await self.extract_memories(runtime)
+                        async with runtime.write_lock:  # when the close's window was empty
+                            await self._write_pending_checkpoint(runtime)
+            except AgentError as error:  # one line: what failed has logged its own details
+                # SESSION_BUSY: the process that writes the session extracts it when it closes
+                log = logger.info if error.code is ErrorCode.SESSION_BUSY else logger.warning
+                log("closing session %s without its memories: %s", runtime.session_id, error)
             except Exception:
                 logger.warning("memory extraction on close failed", exc_info=True)
             finally:
@@ -437,6 +499,39 @@ class SessionService:
             keep_after = min(keep_after, runtime.last_memory_checkpoint_seq)
         if runtime.events and runtime.events[0].seq <= keep_after:
             runtime.events = [e for e in runtime.events if e.seq > keep_after]
+
+
+# What a reload replaces; the rest of a runtime (its locks, cancel token, state, what runs, the
+# bootstrap memories) belongs to the open session, not to its ledger.
+_LEDGER_STATE = (
+    "resolved",
+    "model",
+    "context",
+    "compaction",
+    "summary",
+    "last_seq",
+    "events",
+    "turn_index",
+    "system_prompt",
+    "last_memory_checkpoint_seq",
+    "pending_checkpoint",
+    "requests",
+)
+
+
+def _unanswered_calls(runtime: SessionRuntime) -> list[ToolCall]:
+    """The calls of the last turn without a result, oldest first (only it can hold them)."""
+    answered: set[str] = set()
+    pending: list[ToolCall] = []
+    for event in reversed(runtime.events):
+        payload = event.payload
+        if isinstance(payload, UserMessage):
+            break
+        if isinstance(payload, ToolResult):
+            answered.add(payload.result.call_id)
+        elif isinstance(payload, ToolCall) and payload.call.call_id not in answered:
+            pending.append(payload)
+    return pending[::-1]
 
 
 _INTERRUPTED_OUTPUT = synthetic_output(SyntheticReason.INTERRUPTED_BEFORE_RESULT, TOOL_INTERRUPTED)

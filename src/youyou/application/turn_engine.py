@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from youyou.application.compaction import (
@@ -113,9 +113,14 @@ class TurnEngine:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(
-        self, runtime: SessionRuntime, blocks: Sequence[ContentBlock], options: TurnOptions
+        self,
+        runtime: SessionRuntime,
+        blocks: Sequence[ContentBlock],
+        options: TurnOptions,
+        on_end: Callable[[], Awaitable[None]] | None = None,
     ) -> TurnChannel:
-        """Synchronous refusals (nothing written): closed, INPUT_VALIDATION, TURN_BUSY, skills."""
+        """Synchronous refusals (nothing written): closed, INPUT_VALIDATION, TURN_BUSY, skills.
+        ``on_end`` runs when the turn has ended, before its outcome is told."""
         if runtime.turn_state in (TurnState.CLOSING, TurnState.CLOSED):
             raise _error(ErrorCode.SESSION_NOT_FOUND, f"session {runtime.session_id} is closed")
         validate_user_input(blocks)
@@ -130,7 +135,7 @@ class TurnEngine:
         runtime.turn_state = TurnState.RUNNING
         runtime.running_turn = channel
         turn = _Turn(runtime, channel, tuple(blocks), injections, options, tools)
-        task = asyncio.get_running_loop().create_task(self._run(turn))
+        task = asyncio.get_running_loop().create_task(self._run(turn, on_end))
         self._tasks.add(task)  # the loop keeps only weak references to tasks
 
         def done(finished: asyncio.Task[None]) -> None:
@@ -140,7 +145,7 @@ class TurnEngine:
         task.add_done_callback(done)
         return channel
 
-    async def _run(self, turn: _Turn) -> None:
+    async def _run(self, turn: _Turn, on_end: Callable[[], Awaitable[None]] | None) -> None:
         channel = turn.channel
         outcome: TurnOutcome | None = None
         try:
@@ -163,6 +168,11 @@ class TurnEngine:
             if outcome is None:  # the task itself was cancelled (e.g. the loop is closing)
                 channel.emit(TurnCancelled())
                 outcome = TurnOutcome.cancelled()
+            if on_end is not None:
+                try:
+                    await on_end()
+                except Exception:
+                    logger.warning("ending turn %s", channel.turn_id, exc_info=True)
             channel.finish(outcome)
 
     # -- the turn ------------------------------------------------------------------------

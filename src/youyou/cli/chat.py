@@ -17,7 +17,6 @@ from youyou.cli.pending_memories import PendingExtractions, extract_pending
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
 from youyou.cli.runtime import Interrupts, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
-from youyou.cli.writer import SessionWriter
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode
@@ -48,7 +47,6 @@ class Chat:
         self.attachments: list[ImageBlock | FileContentBlock] = []
         self.expand_reasoning = False
         self.last_reasoning = ""
-        self.writer = SessionWriter(app.session_storage)
         self.interrupts = interrupts
         self.close_timeout_s = close_timeout_s
         self.pending = pending
@@ -98,12 +96,17 @@ class Chat:
         return outcome
 
     async def run(self, blocks: list[ContentBlock], view: TurnView) -> TurnOutcome:
-        """One turn as the session's only writer (raises SESSION_BUSY if another process
-        writes it); a session another process appended to is reloaded first."""
-        async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
-            if await self.writer.moved_on(self.session):
-                await self.reload()
-            outcome = await run_turn(self.session, blocks, view, self.interrupts, self.tools)
+        """One turn as the session's only writer (the kernel raises SESSION_BUSY while another
+        process writes it, and reloads a session another process appended to)."""
+        reloads = self.session.reloads
+        outcome = await run_turn(
+            self.session,
+            blocks,
+            view,
+            self.interrupts,
+            self.tools,
+            started=lambda: self._tell_reload(reloads),
+        )
         failed = outcome.error.code if outcome.error is not None else None
         self.provider_failed = failed is ErrorCode.PROVIDER_ERROR
         self.storage_failed |= failed is ErrorCode.STORAGE_ERROR  # shown by the turn's view
@@ -128,18 +131,17 @@ class Chat:
 
     async def exclusive(self, action: Callable[[SessionHandle], Awaitable[None]]) -> None:
         """A compaction or mode switch, under the same rule as a turn."""
-        async with self.writer.hold(self.session.session_id, lambda: self.session.cancel()):
-            if await self.writer.moved_on(self.session):
-                await self.reload()
+        reloads = self.session.reloads
+        try:
             await action(self.session)
+        finally:
+            self._tell_reload(reloads)
 
-    async def reload(self) -> None:
-        session_id = self.session.session_id
-        self.console.print(
-            Text("the session changed in another process; reloading it", style="dim")
-        )
-        await self.session.close(extract_memories=False)  # its copy is out of date
-        self.session = await self.app.agent.resume_session(session_id)
+    def _tell_reload(self, reloads_before: int) -> None:
+        if self.session.reloads != reloads_before:
+            self.console.print(
+                Text("the session changed in another process; reloading it", style="dim")
+            )
 
     async def busy(self, note: str, action: Callable[[], Awaitable[None]]) -> None:
         """Run a slow step under a spinner; Ctrl+C meanwhile only says to wait."""
@@ -173,17 +175,15 @@ class Chat:
         )
         with self.console.status(note):
             try:
-                async with self.writer.hold(session.session_id):
-                    if extract:
-                        await self._close_extracting(session)
-                    else:
-                        await session.close(extract_memories=False)
+                if extract:
+                    await self._close_extracting(session)
+                else:
+                    await session.close(extract_memories=False)
             except AgentError as error:
-                if error.code is ErrorCode.STORAGE_ERROR and self.storage_failed:
-                    # The database failed the turn the same way (read-only, full): one line.
-                    logger.warning("closing session %s: %s", session.session_id, error.message)
-                elif error.code is not ErrorCode.SESSION_BUSY:  # busy: another process writes
+                if error.code is not ErrorCode.STORAGE_ERROR or not self.storage_failed:
                     raise
+                # The database failed the turn the same way (read-only, full): one line.
+                logger.warning("closing session %s: %s", session.session_id, error.message)
                 await session.close(extract_memories=False)
         summary = session.summary
         if summary is None or summary.message_count == 0:
@@ -217,7 +217,7 @@ class Chat:
         """Start extracting, in the background, the sessions earlier chats handed on."""
         if self.pending is not None and self.app.memory_storage is not None:
             self._catching_up = asyncio.ensure_future(
-                extract_pending(self.app, self.writer, self.pending, self.session.session_id)
+                extract_pending(self.app, self.pending, self.session.session_id)
             )
 
     async def finish_catch_up(self) -> None:

@@ -63,7 +63,7 @@ class ChatOptions:
 @asynccontextmanager
 async def opened_app(settings: Settings, skills_dir: Path | None) -> AsyncIterator[BuiltApp]:
     """The built agent; invalid skill files are reported on stderr and skipped."""
-    app = await build_agent_from_settings(settings, skills_dir=skills_dir)
+    app = await build_agent_from_settings(settings, skills_dir=skills_dir, writer="youyou chat")
     try:
         for path, error in app.skill_errors:
             err_console.print(Text.assemble(("skipped invalid skill file ", "yellow"), str(path)))

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.bootstrap import BuiltApp
-from youyou.cli.writer import SessionWriter
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import Metadata
 from youyou.domain.ledger_metadata import MemoryCheckpoint, read_metadata
@@ -66,9 +65,7 @@ async def still_to_extract(storage: SqlSessionStorage, session_id: str) -> bool:
     return any(e.seq > after and not isinstance(e.payload, Metadata) for e in events)
 
 
-async def extract_pending(
-    app: BuiltApp, writer: SessionWriter, pending: PendingExtractions, skip: str
-) -> None:
+async def extract_pending(app: BuiltApp, pending: PendingExtractions, skip: str) -> None:
     """Extract every marked session but ``skip`` (the chat's own, which its close extracts);
     a marker goes once its session has nothing left to extract (or is gone). A session
     another process writes right now, or whose extraction fails, keeps its marker."""
@@ -76,8 +73,7 @@ async def extract_pending(
         if session_id == skip:
             continue
         try:
-            async with writer.hold(session_id):
-                await _resume_and_close(app, session_id)
+            await _resume_and_close(app, session_id)
             if await still_to_extract(app.session_storage, session_id):
                 continue  # the extraction failed (logged by the kernel): try next time
         except AgentError as error:

@@ -215,17 +215,20 @@ async def run_turn(
     view: TurnView,
     interrupts: Interrupts,
     extra_tools: Callable[[], Awaitable[tuple[ToolHandler, ...]]] | None = None,
+    started: Callable[[], object] = lambda: None,
 ) -> TurnOutcome:
     """Stream one turn into ``view``; Ctrl+C or SIGTERM cancels it (the partial answer is kept).
 
     ``extra_tools`` (MCP tools, ``search_knowledge``) is asked on every send, for a model
-    with tool use only.
+    with tool use only. ``started`` is called once the turn has started, before its events
+    are shown.
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
     tool_use = ProviderCapability.TOOL_USE in session.model.capabilities
     tools = await extra_tools() if tool_use and extra_tools is not None else ()
     options = TurnOptions(offer_tools=tool_use, extra_tools=tools)
     turn = await session.send_message(user_input, options=options)
+    started()
     with interrupts.routed(turn.cancel):
         if interrupts.terminated:  # SIGTERM came before the turn could be cancelled
             turn.cancel()

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.engine import transaction
+from youyou.adapters.storage.lease_holder import holder_has_ended
 from youyou.adapters.storage.tables import session_leases, upsert_statement
 from youyou.ports.session_lease import LeaseState
 
@@ -69,7 +70,16 @@ class SqlSessionLeases:
         self._clock = clock
 
     async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
-        """Take the lease if free, expired or already ours: None, else the live holder."""
+        """Take the lease if free, expired, already ours, or left by an ended process of this
+        machine (see ``lease_holder``): None, else the live holder. Two processes taking over
+        the same lease meet at the second acquire, which only one of them wins."""
+        other = await self._acquire(session_id, holder, ttl_s)
+        if other is not None and holder_has_ended(other):
+            await self.release(session_id, other)
+            other = await self._acquire(session_id, holder, ttl_s)
+        return other
+
+    async def _acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
         now = self._clock()
         values = {
             "session_id": session_id,

@@ -4,9 +4,9 @@ A holder reads ``<program>, pid <pid> on <host>``, maybe followed by `` (<tag>)`
 in "in use by another process (…)" errors. A lease whose holder ran on this machine and whose
 process is gone (SIGKILL, the out-of-memory killer, a crash) is taken over at once instead of
 after its expiry, since nobody can be writing under it: a restarted server, or a ``youyou chat``
-after a killed one, goes on at once. A holder on another machine, or one written in another
-form, is left to expire. The ledger's own sequence guard still refuses a second writer should
-two machines ever share a host name.
+after a killed one, goes on at once (``SqlSessionLeases.acquire`` does the taking over). A
+holder on another machine, or one written in another form, is left to expire. The ledger's own
+sequence guard still refuses a second writer should two machines ever share a host name.
 """
 
 from __future__ import annotations
@@ -43,11 +43,6 @@ def holder_has_ended(holder: str) -> bool:
 async def acquire_lease(
     leases: SessionLeases, session_id: str, holder: str, ttl_s: float
 ) -> str | None:
-    """``leases.acquire``, taking over a lease whose holder has ended: None when ours, else
-    the live holder. Two processes taking over the same lease meet at ``acquire``, which
-    only one of them wins."""
-    other = await leases.acquire(session_id, holder, ttl_s)
-    if other is not None and holder_has_ended(other):
-        await leases.release(session_id, other)
-        other = await leases.acquire(session_id, holder, ttl_s)
-    return other
+    """``leases.acquire``: the SQL leases take over a lease whose holder has ended themselves.
+    Kept for the workbench server, which takes its leases outside the kernel for now."""
+    return await leases.acquire(session_id, holder, ttl_s)
