@@ -231,7 +231,9 @@ def test_a_second_process_is_refused_while_the_first_writes_the_session(cli: Cli
         text=True,
     )
     try:
-        deadline = time.monotonic() + TIMEOUT_S
+        # a process start can take long on a loaded machine; its answer then still runs
+        # 30 s, so waiting longer for the question cannot let the answer end first
+        deadline = time.monotonic() + 3 * TIMEOUT_S
         while "first" not in _user_texts(cli, session_id):  # its question is stored
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.1)
