@@ -27,7 +27,7 @@ from youyou.workbench.errors import (
     language_of,
 )
 from youyou.workbench.hub import SessionHub
-from youyou.workbench.intake import BodyLimits, read_body, refuse_nul
+from youyou.workbench.intake import SIGNED_IN_USER, BodyLimits, read_body, refuse_nul
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.store import UserRecord, WorkbenchStore
 
@@ -182,6 +182,10 @@ async def current_user(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> UserRecord:
+    """The request's user: the one intake already checked for a large body, or looked up."""
+    checked = getattr(request.state, SIGNED_IN_USER, None)
+    if isinstance(checked, UserRecord):
+        return checked
     return await get_workbench(request).auth.user_for(request.headers.get("authorization"))
 
 

@@ -27,6 +27,7 @@ from youyou.workbench.errors import ApiCode, ApiError
 # characters, each escaped as \uXXXX, is under 80 KB.
 SIGNED_IN_BODY_BYTES = 1024 * 1024
 _NUL_ESCAPE = b"\\u0000"
+SIGNED_IN_USER = "signed_in_user"  # request state key of the user whose token intake checked
 
 _Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
 _LARGE_BODY_ENDPOINTS: set[Callable[..., Any]] = set()
@@ -102,7 +103,10 @@ async def _signed_in_limit(scope: Scope, headers: Mapping[str, str], limits: Bod
     authorization = headers.get("authorization")
     if authorization is None:
         raise ApiError(ApiCode.PAYLOAD_TOO_LARGE)
-    await scope["app"].state.workbench.auth.user_for(authorization)
+    # kept for the route's ``current_user``, so the token is looked up once per request
+    scope.setdefault("state", {})[SIGNED_IN_USER] = await scope[
+        "app"
+    ].state.workbench.auth.user_for(authorization)
     large = any(route.matches(scope)[0] is Match.FULL for route in limits.large_routes)
     return limits.large if large else limits.signed_in
 
