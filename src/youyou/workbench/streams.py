@@ -31,12 +31,13 @@ from youyou.domain.events import (
 )
 from youyou.workbench.errors import ApiCode, ApiError, Language, catalog_message, from_agent_error
 
-KEEPALIVE = b": keep-alive\n\n"
-
 
 def comment(text: str) -> bytes:
     """An SSE comment line: clients that parse events skip it, a UI may show it."""
     return f": {text}\n\n".encode()
+
+
+KEEPALIVE = comment("keep-alive")
 
 
 def waiting_note(payload: ModelWaiting) -> str:
