@@ -33,8 +33,7 @@ def test_defaults_globs_and_users() -> None:
         None,
     )
     assert second.glob == ("**/*.markdown",)
-    assert first.allows("anyone") and first.allows(None)
-    assert second.allows("a") and second.allows(None) and not second.allows("b")
+    assert (first.groups, second.users, second.groups) == (None, ("a",), None)
     assert parse_settings({}).knowledge == ()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,17 +118,15 @@ async def test_http_headers_come_from_named_variables(tmp_path: Path) -> None:
             assert await call_named(box, "demo__request_header", name="X-Team") == "sre"
 
 
-def test_the_users_list_decides_who_gets_a_server_s_tools(tmp_path: Path) -> None:
-    async def names(user: str | None) -> set[str]:
-        only_alice = stdio_settings(id="alices", users=("alice",))
-        async with McpToolbox(
-            [only_alice, stdio_settings()], environ={MARKER_VARIABLE: str(tmp_path)}
-        ) as box:
-            return {t.descriptor.name.split("__")[0] for t in await box.tools(user)}
+def test_only_the_allowed_servers_offer_their_tools(tmp_path: Path) -> None:
+    async def names(allowed: Callable[[str], bool] | None) -> set[str]:
+        settings = [stdio_settings(id="alices"), stdio_settings()]
+        async with McpToolbox(settings, environ={MARKER_VARIABLE: str(tmp_path)}) as box:
+            return {t.descriptor.name.split("__")[0] for t in await box.tools(allowed)}
 
-    assert asyncio.run(names("alice")) == {"alices", "demo"}
-    assert asyncio.run(names("bob")) == {"demo"}
-    assert asyncio.run(names(None)) == {"alices", "demo"}
+    assert asyncio.run(names(lambda server_id: True)) == {"alices", "demo"}
+    assert asyncio.run(names(lambda server_id: server_id != "alices")) == {"demo"}
+    assert asyncio.run(names(None)) == {"alices", "demo"}  # the CLI's local user
 
 
 async def test_a_stdio_server_runs_in_its_cwd_and_sees_only_the_variables_it_names(

@@ -86,5 +86,4 @@ def test_tool_filters_and_users() -> None:
         }
     )
     assert [t for t in ("read", "write", "other") if server.offers(t)] == ["read"]
-    assert server.allows("alice") and not server.allows("bob")
-    assert server.allows(None)  # the CLI's local user
+    assert server.users == ("alice",) and server.groups is None

@@ -64,7 +64,7 @@ def test_no_configuration_gives_the_offline_defaults() -> None:
     settings = load_settings(environ={})
 
     assert (settings.server.host, settings.server.port) == ("127.0.0.1", 8000)
-    assert settings.server.registration == "open" and settings.server.registration_open
+    assert settings.server.registration_mode == "open" and settings.server.registration_open
     data_dir = Path(platformdirs.user_data_dir("youyou"))
     assert settings.database.url == f"sqlite+aiosqlite:///{data_dir / 'youyou.db'}"
     assert [(p.id, p.type) for p in settings.providers] == [("scripted", ProviderType.SCRIPTED)]
@@ -324,20 +324,36 @@ def test_registration_is_open_or_closed_and_takes_the_old_switch(
 
 
 def test_registration_refuses_other_words(tmp_path: Path) -> None:
-    message = config_error(tmp_path, '[server]\nregistration = "invite"\n')
+    message = config_error(tmp_path, '[server]\nregistration = "sometimes"\n')
     assert "server.registration" in message
 
 
-def test_access_lists_compare_usernames_case_insensitively(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("keys", "mode"),
+    [
+        ("", "open"),
+        ('host = "::1"', "open"),
+        ('host = "0.0.0.0"', "closed"),
+        ('host = "10.1.2.3"\nregistration = "open"', "open"),
+        ('host = "localhost"\nregistration = "invite"', "invite"),
+    ],
+)
+def test_registration_defaults_to_open_only_on_a_loopback_address(
+    tmp_path: Path, keys: str, mode: str
+) -> None:
+    settings = load_settings(write(tmp_path, f"[server]\n{keys}\n"), environ={})
+    assert settings.server.registration_mode == mode
+    assert settings.server.registration_open is (mode == "open")
+
+
+def test_access_lists_gather_users_and_groups_by_entry(tmp_path: Path) -> None:
     text = (
         '[[knowledge]]\nid = "ops"\npath = "runbooks"\nusers = ["Carol"]\n\n'
-        '[[mcp_servers]]\nid = "grafana"\nurl = "http://127.0.0.1:1/mcp"\nusers = ["carol"]\n'
+        '[[knowledge]]\nid = "open"\npath = "wiki"\n\n'
+        '[[mcp_servers]]\nid = "grafana"\nurl = "http://127.0.0.1:1/mcp"\ngroups = ["sre"]\n'
     )
     settings = load_settings(write(tmp_path, text), environ={})
-    source, server = settings.knowledge[0], settings.mcp_servers[0]
-    assert source.allows("carol") and source.allows("CAROL") and not source.allows("carol2")
-    assert server.allows("Carol") and not server.allows("dave") and server.allows(None)
     assert settings.access_lists() == {
-        "mcp_servers.grafana": ("carol",),
-        "knowledge.ops": ("Carol",),
+        "mcp_servers.grafana": (None, ("sre",)),
+        "knowledge.ops": (("Carol",), None),
     }

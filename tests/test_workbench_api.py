@@ -61,7 +61,10 @@ def test_failed_logins_are_rate_limited_with_retry_after(start_workbench: StartW
 def test_registration_can_be_turned_off(start_workbench: StartWorkbench) -> None:
     wb = start_workbench(extra="[server]\nregistration = false")
     api = Api(wb.url)
-    assert api.data("GET", "/auth/settings") == {"registration": False}
+    assert api.data("GET", "/auth/settings") == {
+        "registration": False,
+        "registrationMode": "closed",
+    }
     error = api.error("POST", "/auth/register", 403, json={"username": "x", "password": "12345678"})
     assert error["code"] == "AUTH_REGISTRATION_DISABLED"
 

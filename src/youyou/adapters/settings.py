@@ -9,6 +9,7 @@ Every problem is an ``AgentError(INVALID_CONFIG)`` naming the offending key path
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -33,7 +34,6 @@ from pydantic_core import ErrorDetails
 
 from youyou.adapters.private_files import data_dir
 from youyou.adapters.providers.scripted import DEMO_MODEL
-from youyou.adapters.storage.catalog import fold
 from youyou.domain.config import (
     AgentConfig,
     AgentConfigBase,
@@ -110,9 +110,13 @@ class _Section(BaseModel):
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    registration: Literal["open", "closed"] = "open"
+    registration: Literal["open", "closed", "invite"] | None = None
     """``open``: anyone who reaches the server may sign up; ``closed`` for a team server whose
-    accounts exist already. ``true``/``false`` are the old spellings."""
+    accounts exist already; ``invite``: only with a one-time link an administrator made.
+    Unset: open on a loopback address, closed otherwise. ``true``/``false`` are the old
+    spellings."""
+    admins: tuple[str, ...] = ()
+    """Usernames made administrators at each start (the accounts that have them then)."""
     open_registration_with_access_lists: bool = False
     """Start although ``users`` access lists exist while registration is open (refused
     otherwise: a listed name that has no account yet could be taken by anyone)."""
@@ -185,8 +189,25 @@ class ServerSettings(_Section):
         return value
 
     @property
+    def registration_mode(self) -> Literal["open", "closed", "invite"]:
+        """``registration``, or by default open only where nobody else can reach the server."""
+        if self.registration is not None:
+            return self.registration
+        return "open" if is_loopback(self.host) else "closed"
+
+    @property
     def registration_open(self) -> bool:
-        return self.registration == "open"
+        return self.registration_mode == "open"
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class DatabaseSettings(_Section):
@@ -429,8 +450,9 @@ class McpServerSettings(_SecretsFromEnvironment):
     ``transport`` defaults from what is given: ``command`` → ``stdio``, ``url`` → ``http``
     (streamable HTTP). ``env`` maps each variable the server process gets to the name of the
     variable here that holds its value, so no secret is ever written into the file; the process
-    sees only those plus a minimal safe set (PATH, HOME…). ``users`` limits who gets the tools
-    in the workbench (None: everyone); ``name`` is the old spelling of ``id``.
+    sees only those plus a minimal safe set (PATH, HOME…). ``users`` and ``groups`` limit who
+    gets the tools in the workbench (neither: everyone; see ``youyou.workbench.access``);
+    ``name`` is the old spelling of ``id``.
     """
 
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name"))
@@ -445,6 +467,7 @@ class McpServerSettings(_SecretsFromEnvironment):
     enabled_tools: tuple[str, ...] | None = None
     disabled_tools: tuple[str, ...] = ()
     users: tuple[str, ...] | None = None
+    groups: tuple[str, ...] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -507,39 +530,23 @@ class McpServerSettings(_SecretsFromEnvironment):
         enabled = self.enabled_tools is None or tool_name in self.enabled_tools
         return enabled and tool_name not in self.disabled_tools
 
-    def allows(self, user: str | None) -> bool:
-        """Whether a workbench user gets the tools; ``None`` is the local user of the CLI."""
-        return listed(user, self.users)
-
 
 class KnowledgeSourceSettings(_Section):
     """A directory of Markdown or text runbooks searched by ``search_knowledge``
     (docs/knowledge.md). ``path`` is relative to the working directory of ``youyou kb index``,
-    the only command that reads it; ``users`` limits who searches it in the workbench (None:
-    everyone)."""
+    the only command that reads it; ``users`` and ``groups`` limit who searches it in the
+    workbench (neither: everyone)."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     path: Path
     glob: tuple[str, ...] = Field(("**/*.md", "**/*.txt"), min_length=1)
     users: tuple[str, ...] | None = None
+    groups: tuple[str, ...] | None = None
 
     @field_validator("glob", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
-
-    def allows(self, user: str | None) -> bool:
-        """Whether a workbench user searches it; ``None`` is the local user of the CLI."""
-        return listed(user, self.users)
-
-
-def listed(user: str | None, users: tuple[str, ...] | None) -> bool:
-    """Whether an access list lets ``user`` in: no list (None) or the local user (None) always,
-    otherwise a listed name equal to it once folded (``Carol`` is ``carol``), the same fold
-    that makes usernames unique."""
-    if user is None or users is None:
-        return True
-    return fold(user) in {fold(name) for name in users}
 
 
 class SkillsSettings(_Section):
@@ -580,11 +587,18 @@ class Settings(_Section):
                 )
         return self
 
-    def access_lists(self) -> dict[str, tuple[str, ...]]:
-        """Every ``users`` list, keyed by the table entry that has it."""
-        lists = {f"mcp_servers.{s.id}": s.users for s in self.mcp_servers}
-        lists |= {f"knowledge.{k.id}": k.users for k in self.knowledge}
-        return {where: names for where, names in lists.items() if names is not None}
+    def access_lists(self) -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]:
+        """Every entry with a ``users`` or a ``groups`` list (or both), keyed by where it is
+        (``mcp_servers.ID``, ``knowledge.ID``): its (users, groups)."""
+        entries: list[tuple[str, McpServerSettings | KnowledgeSourceSettings]] = [
+            *((f"mcp_servers.{s.id}", s) for s in self.mcp_servers),
+            *((f"knowledge.{k.id}", k) for k in self.knowledge),
+        ]
+        return {
+            where: (entry.users, entry.groups)
+            for where, entry in entries
+            if entry.users is not None or entry.groups is not None
+        }
 
     def model_ids(self) -> list[str]:
         return [m.model_id for p in self.providers for m in p.model_infos()]

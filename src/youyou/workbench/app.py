@@ -17,7 +17,12 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
-from youyou.workbench.access import bind_access_lists, check_registration
+from youyou.workbench.access import (
+    AccessLists,
+    bind_access_lists,
+    check_registration,
+    promote_admins,
+)
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
@@ -64,12 +69,13 @@ def _field_problems(exc: RequestValidationError) -> str:
     return "; ".join(problems)
 
 
-async def _prepared_accounts(settings: Settings) -> Settings:
-    """Dead token rows purged, and the settings with their access lists bound to the
-    accounts that exist now (``youyou.workbench.access``)."""
+async def _prepared_accounts(settings: Settings) -> AccessLists:
+    """Dead token rows purged, ``[server] admins`` promoted, and the access lists bound to
+    the accounts that exist now (``youyou.workbench.access``)."""
     store = await WorkbenchStore.open(settings.database.url)
     try:
         await store.purge_tokens(datetime.now(UTC))
+        await promote_admins(settings, store)
         return await bind_access_lists(settings, store)
     finally:
         await store.close()
@@ -87,8 +93,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
-        bound = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(bound, knowledge=True)
+        access = await _prepared_accounts(settings)
+        built = await build_agent_from_settings(settings, knowledge=True)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -106,11 +112,12 @@ def create_app(
             settings.memory.close_timeout_s,
             built.knowledge,
             memories=built.memory_storage,
+            access=access,
         )
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
         )
-        app.state.workbench = Workbench(bound, built, store, hub, authenticator, metrics)
+        app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
         hub.start()
         if on_started is not None:
             on_started(hub)

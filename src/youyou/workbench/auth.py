@@ -17,7 +17,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from youyou.adapters.settings import ServerSettings
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.passwords import check_new_password
-from youyou.workbench.store import UsernameTaken, UserRecord, WorkbenchStore
+from youyou.workbench.store import InviteUnusable, UsernameTaken, UserRecord, WorkbenchStore
 from youyou.workbench.throttle import HashGate, LoginLimiter, SlidingWindow
 
 _hasher = PasswordHasher()  # argon2-cffi's defaults are Argon2id with RFC 9106 parameters
@@ -52,6 +52,12 @@ class IssuedToken:
 
 
 @dataclass(frozen=True, slots=True)
+class IssuedInvite:
+    token: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Throttles:
     """The per-address limits and the hashing gate one server process shares."""
 
@@ -82,19 +88,34 @@ class Authenticator:
         self._throttles = throttles
         self._ttl = token_ttl
 
-    async def register(self, username: str, password: str, address: str) -> UserRecord:
+    async def register(
+        self, username: str, password: str, address: str, invite: str | None = None
+    ) -> UserRecord:
         """Every attempt that gets as far as the hash counts against the address; a taken name
-        is refused before it (sign-up says whether a name is taken anyway)."""
+        or an unusable invite is refused before it (sign-up says whether a name is taken
+        anyway). An invite is used up with the account it creates, so it admits one."""
         self._throttles.registrations.check(address)
         check_new_password(password, username)
+        invite_hash = token_digest(invite) if invite is not None else None
+        if invite_hash is not None and not await self._store.invite_usable(invite_hash):
+            raise ApiError(ApiCode.AUTH_INVITE_INVALID)
         if await self._store.user_by_name(username) is not None:
             raise ApiError(ApiCode.AUTH_USERNAME_TAKEN)
         self._throttles.registrations.record(address)
         digest = await self._throttles.hashing.run(address, _hasher.hash, password)
         try:
-            return await self._store.create_user(username, digest)
+            return await self._store.create_user(username, digest, invite_hash=invite_hash)
         except UsernameTaken:
             raise ApiError(ApiCode.AUTH_USERNAME_TAKEN) from None
+        except InviteUnusable:
+            raise ApiError(ApiCode.AUTH_INVITE_INVALID) from None
+
+    async def create_invite(self, admin: UserRecord, valid_for: timedelta) -> IssuedInvite:
+        """A one-time sign-up token; only its hash is stored."""
+        token = secrets.token_urlsafe(32)
+        expires_at = datetime.now(UTC) + valid_for
+        await self._store.add_invite(token_digest(token), admin.id, expires_at)
+        return IssuedInvite(token, expires_at)
 
     async def login(self, username: str, password: str, address: str) -> IssuedToken:
         """A token for the right password; the user's dead token rows go at the same time."""
@@ -122,6 +143,8 @@ class Authenticator:
             limiter.failed(username, address)
             raise ApiError(ApiCode.AUTH_INVALID_CREDENTIALS)
         limiter.succeeded(username, address)
+        if user.disabled_at is not None:  # said only to whoever knows the password
+            raise ApiError(ApiCode.AUTH_ACCOUNT_DISABLED)
         return user
 
     async def change_password(
@@ -155,6 +178,11 @@ class Authenticator:
     async def logout_everywhere(self, user: UserRecord) -> None:
         """Every token of the user, the one of this request included."""
         await self._store.revoke_user_tokens(user.id)
+
+
+def hash_password(password: str) -> str:
+    """An Argon2id hash of a password that passed ``check_new_password`` (for the CLI)."""
+    return _hasher.hash(password)
 
 
 def _verify(stored_hash: str | None, password: str) -> bool:

@@ -37,6 +37,10 @@ class ApiCode(StrEnum):
     AUTH_RATE_LIMITED = "AUTH_RATE_LIMITED"
     AUTH_PASSWORD_REJECTED = "AUTH_PASSWORD_REJECTED"
     AUTH_BUSY = "AUTH_BUSY"
+    AUTH_ACCOUNT_DISABLED = "AUTH_ACCOUNT_DISABLED"
+    AUTH_INVITE_INVALID = "AUTH_INVITE_INVALID"
+    ADMIN_OWN_ACCOUNT = "ADMIN_OWN_ACCOUNT"
+    GROUP_NAME_TAKEN = "GROUP_NAME_TAKEN"
     FORBIDDEN = "FORBIDDEN"
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
@@ -85,6 +89,24 @@ CATALOG: dict[str, _Entry] = {
     ApiCode.AUTH_BUSY: _Entry(
         503, "登录请求过多，请稍后重试", "Too many sign-ins at once; try again in a moment"
     ),
+    ApiCode.AUTH_ACCOUNT_DISABLED: _Entry(
+        403,
+        "此账号已被管理员停用",
+        "This account has been disabled by an administrator",
+    ),
+    ApiCode.AUTH_INVITE_INVALID: _Entry(
+        403,
+        "此服务器仅凭邀请注册，该邀请链接无效、已使用或已过期，请向管理员索取新的链接",
+        "Registration here is by invitation, and this invite link is unknown, used or "
+        "expired; ask an administrator for a new one",
+    ),
+    ApiCode.ADMIN_OWN_ACCOUNT: _Entry(
+        409,
+        "管理员不能在这里停用、降级或删除自己的账号，请让另一位管理员操作",
+        "An administrator cannot disable, demote or delete their own account here; ask "
+        "another administrator",
+    ),
+    ApiCode.GROUP_NAME_TAKEN: _Entry(409, "已存在同名用户组", "A group with this name exists"),
     ApiCode.FORBIDDEN: _Entry(403, "无权访问该资源", "You may not access this resource"),
     ApiCode.NOT_FOUND: _Entry(404, "资源不存在", "Not found"),
     ApiCode.SKILL_NAME_CONFLICT: _Entry(

@@ -44,6 +44,7 @@ from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
+from youyou.workbench.access import AccessLists, Member
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import (
     ApiCode,
@@ -95,8 +96,10 @@ class SessionHub:
         close_timeout_s: float = 10.0,
         knowledge: KnowledgeBase | None = None,
         memories: MemoryStorage | None = None,
+        access: AccessLists | None = None,
     ) -> None:
         self._agent = agent
+        self._access = access or AccessLists()
         self._memories = memories
         self._knowledge = knowledge
         self._mcp = mcp or McpToolbox(())
@@ -206,11 +209,11 @@ class SessionHub:
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
         language: Language = "zh-CN",
-        username: str | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
-        ``error`` frames of the turn are in ``language``; ``username`` decides which MCP
-        servers' tools are offered and which knowledge sources ``search_knowledge`` reads."""
+        ``error`` frames of the turn are in ``language``; the owner's account and groups
+        decide which MCP servers' tools are offered and which knowledge sources
+        ``search_knowledge`` reads."""
         self._require_accepting()
         self._check_running_turns(chat.owner_id)
         ledger_id = chat.ledger_session_id
@@ -224,7 +227,7 @@ class SessionHub:
                     self._store,
                     chat.owner_id,
                     tool_use=tool_use,
-                    tools=await self._tools(chat.owner_id, username) if tool_use else (),
+                    tools=await self._tools(chat.owner_id) if tool_use else (),
                 )
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
@@ -243,12 +246,17 @@ class SessionHub:
         self._metrics.active_streams.inc()
         return stream
 
-    async def _tools(self, owner_id: str, username: str | None) -> tuple[ToolHandler, ...]:
-        """The MCP tools ``username`` may use; ``search_knowledge`` over the shared sources
-        they may read and their own uploads."""
+    async def _tools(self, owner_id: str) -> tuple[ToolHandler, ...]:
+        """The MCP tools the owner may use; ``search_knowledge`` over the shared sources they
+        may read and their own uploads (their groups are read fresh on every send)."""
+        member = Member(owner_id, await self._store.group_names_of(owner_id))
         knowledge = self._knowledge
-        searching = (knowledge.tool(owner_id, username),) if knowledge is not None else ()
-        return (*await self._mcp.tools(username), *searching)
+        searching = (
+            (knowledge.tool(owner_id, self._access.knowledge(member)),)
+            if knowledge is not None
+            else ()
+        )
+        return (*await self._mcp.tools(self._access.mcp_servers(member)), *searching)
 
     def _check_running_turns(self, owner_id: str) -> None:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)

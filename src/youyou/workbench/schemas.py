@@ -47,6 +47,8 @@ Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
 class Credentials(ApiModel):
     username: Username
     password: Password
+    invite: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    """The token of a one-time invite link (needed when registration is by invite)."""
 
 
 class LoginBody(ApiModel):
@@ -65,6 +67,8 @@ class UserOut(ApiModel):
     id: str
     username: str
     created_at: datetime
+    role: Literal["admin", "member"]
+    disabled: bool
 
 
 class LoginOut(ApiModel):

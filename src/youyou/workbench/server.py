@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import ipaddress
 import json
 import logging
 import os
@@ -24,7 +23,7 @@ import uvicorn.supervisors
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
-from youyou.adapters.settings import Settings, load_settings
+from youyou.adapters.settings import Settings, is_loopback, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.workbench.access import check_registration
 from youyou.workbench.connections import RESERVED_DESCRIPTORS, ServeConfig, raise_descriptor_limit
@@ -114,15 +113,6 @@ def resolved_settings(options: ServeOptions) -> Settings:
     return settings.model_copy(update={"server": server})
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def uses_demo_model(settings: Settings) -> bool:
     return all(p.offline_demo for p in settings.providers)
 
@@ -192,7 +182,7 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     if not is_loopback(server.host):
         say(
             f"warning: listening on {server.host}, reachable from other machines; put TLS "
-            'in front of it and keep registration = "closed" unless you mean it.'
+            f"in front of it. Registration is {server.registration_mode}."
         )
     if uses_demo_model(settings):
         say(

@@ -1,7 +1,7 @@
 """The knowledge base of one agent: configured sources, users' uploads, who searches what.
 
-A user searches the configured sources their ``users`` list allows plus their own uploads;
-the local user of the CLI searches every configured source. ``tool()`` closes a
+A workbench user searches the configured sources their access lists allow plus their own
+uploads; the local user of the CLI searches every configured source. ``tool()`` closes a
 ``search_knowledge`` tool over exactly those scopes.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -47,13 +47,18 @@ class KnowledgeBase:
         await index.ensure_schema()
         return cls(index, sources)
 
-    def scopes(self, owner_id: str | None = None, user: str | None = None) -> tuple[str, ...]:
-        """``owner_id``/``user``: the workbench user's id and name; both None: the CLI."""
-        shared = tuple(source_scope(s.id) for s in self.sources if s.allows(user))
+    def scopes(
+        self, owner_id: str | None = None, allowed: Callable[[str], bool] | None = None
+    ) -> tuple[str, ...]:
+        """``owner_id``: the workbench user, whose uploads are searched too; ``allowed``: which
+        source ids they may read. Both None: the CLI's local user, who reads every source."""
+        shared = tuple(source_scope(s.id) for s in self.sources if allowed is None or allowed(s.id))
         return (*shared, upload_scope(owner_id)) if owner_id is not None else shared
 
-    def tool(self, owner_id: str | None = None, user: str | None = None) -> SearchKnowledgeTool:
-        return SearchKnowledgeTool(self.index, self.scopes(owner_id, user))
+    def tool(
+        self, owner_id: str | None = None, allowed: Callable[[str], bool] | None = None
+    ) -> SearchKnowledgeTool:
+        return SearchKnowledgeTool(self.index, self.scopes(owner_id, allowed))
 
     async def search(self, query: str, top_k: int) -> list[PassageHit]:
         """What the local user finds (``youyou kb search``)."""

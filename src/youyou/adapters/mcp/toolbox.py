@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -55,14 +55,14 @@ class McpToolbox:
     def __bool__(self) -> bool:
         return bool(self._servers)
 
-    async def tools(self, user: str | None = None) -> tuple[McpTool, ...]:
-        """The tools ``user`` may use (``None``: the local user, who gets every server). A
-        server that does not start is logged, kept in ``failures`` and left out, so a message
-        is never refused."""
-        allowed = [s for s in self._servers if s.settings.allows(user)]
-        listed = await asyncio.gather(*(s.tools() for s in allowed), return_exceptions=True)
+    async def tools(self, allowed: Callable[[str], bool] | None = None) -> tuple[McpTool, ...]:
+        """The tools of the servers whose ids ``allowed`` accepts (``None``: the local user,
+        who gets every server). A server that does not start is logged, kept in ``failures``
+        and left out, so a message is never refused."""
+        servers = [s for s in self._servers if allowed is None or allowed(s.server_id)]
+        listed = await asyncio.gather(*(s.tools() for s in servers), return_exceptions=True)
         tools: list[McpTool] = []
-        for server, result in zip(allowed, listed, strict=True):
+        for server, result in zip(servers, listed, strict=True):
             if isinstance(result, AgentError):
                 logger.warning("MCP server %s left out: %s", server.server_id, result.message)
                 self.failures[server.server_id] = result.message

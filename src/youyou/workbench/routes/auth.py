@@ -3,7 +3,7 @@ and whether sign-up is open."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 
@@ -32,18 +32,29 @@ class RegisterOut(ApiModel):
 
 class AuthSettingsOut(ApiModel):
     registration: bool
+    """True while anyone may sign up."""
+    registration_mode: Literal["open", "closed", "invite"]
 
 
 def user_out(user: UserRecord) -> UserOut:
-    return UserOut(id=user.id, username=user.username, created_at=user.created_at)
+    return UserOut(
+        id=user.id,
+        username=user.username,
+        created_at=user.created_at,
+        role="admin" if user.is_admin else "member",
+        disabled=user.disabled_at is not None,
+    )
 
 
 @router.get("/settings")
 async def auth_settings(wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[AuthSettingsOut]:
-    """Lets a sign-in page hide registration when the server has turned it off."""
-    return Envelope(
-        data=AuthSettingsOut(registration=wb.settings.server.registration_open), request_id=rid
+    """Lets a sign-in page hide registration when the server has turned it off, or show it
+    only with an invite link."""
+    server = wb.settings.server
+    data = AuthSettingsOut(
+        registration=server.registration_open, registration_mode=server.registration_mode
     )
+    return Envelope(data=data, request_id=rid)
 
 
 _THROTTLED: dict[int | str, dict[str, Any]] = {
@@ -65,7 +76,10 @@ def client_address(request: Request) -> str:
     responses={
         **_THROTTLED,
         **_WEAK_PASSWORD,
-        403: {"model": ErrorEnvelope, "description": "AUTH_REGISTRATION_DISABLED"},
+        403: {
+            "model": ErrorEnvelope,
+            "description": "AUTH_REGISTRATION_DISABLED, or AUTH_INVITE_INVALID (by invitation)",
+        },
         409: {"model": ErrorEnvelope, "description": "AUTH_USERNAME_TAKEN"},
     },
 )
@@ -73,14 +87,26 @@ async def register(
     body: Credentials, request: Request, wb: WorkbenchDep, rid: RequestIdDep
 ) -> Envelope[RegisterOut]:
     """Refused for a common password or one too close to the username (400), and after too
-    many sign-ups from one address (429)."""
-    if not wb.settings.server.registration_open:
+    many sign-ups from one address (429). With registration by invite, ``invite`` must be
+    the token of an unused, unexpired invite link; it is used up by this account."""
+    mode = wb.settings.server.registration_mode
+    if mode == "closed":
         raise ApiError(ApiCode.AUTH_REGISTRATION_DISABLED)
-    user = await wb.auth.register(body.username, body.password, client_address(request))
+    if mode == "invite" and body.invite is None:
+        raise ApiError(ApiCode.AUTH_INVITE_INVALID)
+    user = await wb.auth.register(
+        body.username, body.password, client_address(request), body.invite
+    )
     return Envelope(data=RegisterOut(user=user_out(user)), request_id=rid)
 
 
-@router.post("/login", responses=_THROTTLED)
+@router.post(
+    "/login",
+    responses={
+        **_THROTTLED,
+        403: {"model": ErrorEnvelope, "description": "AUTH_ACCOUNT_DISABLED"},
+    },
+)
 async def login(
     body: LoginBody, request: Request, wb: WorkbenchDep, rid: RequestIdDep
 ) -> Envelope[LoginOut]:

@@ -180,7 +180,7 @@ async def send_message(
     _check_length(blocks, wb.settings.server.max_message_chars)
     chat = await owned(wb, user, session_id)
     wb.hub.streams.check(user.id)  # before the turn starts: a refusal then stores nothing
-    stream = await wb.hub.send(chat, blocks, lang, user.username)
+    stream = await wb.hub.send(chat, blocks, lang)
     return _sse(wb, user, stream, 0)
 
 

@@ -14,12 +14,48 @@ class SkillNameTaken(Exception):
     """The owner already has a skill with this name."""
 
 
+class InviteUnusable(Exception):
+    """The invite token is unknown, used already or expired."""
+
+
+ADMIN, MEMBER = "admin", "member"
+
+
 @dataclass(frozen=True, slots=True)
 class UserRecord:
     id: str
     username: str
     password_hash: str
     created_at: datetime
+    role: str = MEMBER  # ``ADMIN`` or ``MEMBER``
+    disabled_at: datetime | None = None  # set: the account cannot sign in or use a token
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == ADMIN
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    id: str
+    name: str
+    created_at: datetime
+    member_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedCounts:
+    """What deleting an account removed, by kind (each a number of rows)."""
+
+    sessions: int
+    ledger_events: int
+    prompts: int
+    skills: int
+    knowledge_documents: int
+    memories: int
+    tokens: int
+    group_memberships: int
+    invites: int
 
 
 @dataclass(frozen=True, slots=True)

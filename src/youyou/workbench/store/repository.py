@@ -8,8 +8,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage.engine import create_engine, migrate
+from youyou.workbench.store.accounts import AccountQueries
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
+from youyou.workbench.store.groups import GroupQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
 from youyou.workbench.store.users import UserTokenQueries
@@ -29,7 +31,14 @@ async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None
     )
 
 
-class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries):
+class WorkbenchStore(
+    UserTokenQueries,
+    AccountQueries,
+    GroupQueries,
+    AssetQueries,
+    ChatSessionQueries,
+    TurnFrameQueries,
+):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
     @classmethod

@@ -52,8 +52,58 @@ users = Table(
     Column("username_folded", String(255), nullable=False),  # what uniqueness and sign-in match
     Column("password_hash", String(255), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    Column("role", String(16), nullable=False, server_default="member"),  # admin | member
+    Column("disabled_at", UtcDateTime, nullable=True),  # set: no sign-in, no token works
     PrimaryKeyConstraint("id", name="pk_wb_users"),
     UniqueConstraint("username_folded", name="uq_wb_users_username_folded"),
+)
+
+# Groups an administrator manages; ``groups = [...]`` of access lists name them.
+groups = Table(
+    "wb_groups",
+    metadata,
+    Column("id", String(64), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("name_folded", String(64), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_groups"),
+    UniqueConstraint("name_folded", name="uq_wb_groups_name_folded"),
+)
+
+group_members = Table(
+    "wb_group_members",
+    metadata,
+    Column(
+        "group_id",
+        String(64),
+        ForeignKey("wb_groups.id", ondelete="CASCADE", name="fk_wb_group_members_group"),
+        nullable=False,
+    ),
+    Column(
+        "user_id",
+        String(64),
+        ForeignKey("wb_users.id", ondelete="CASCADE", name="fk_wb_group_members_user"),
+        nullable=False,
+    ),
+    PrimaryKeyConstraint("group_id", "user_id", name="pk_wb_group_members"),
+    Index("ix_wb_group_members_user", "user_id"),
+)
+
+# One-time sign-up links; only a hash of each invite token is stored.
+invites = Table(
+    "wb_invites",
+    metadata,
+    Column("token_hash", String(128), nullable=False),
+    Column(
+        "created_by",
+        String(64),
+        ForeignKey("wb_users.id", ondelete="CASCADE", name="fk_wb_invites_creator"),
+        nullable=False,
+    ),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("used_at", UtcDateTime, nullable=True),
+    PrimaryKeyConstraint("token_hash", name="pk_wb_invites"),
 )
 
 tokens = Table(

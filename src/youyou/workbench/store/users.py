@@ -11,25 +11,42 @@ from sqlalchemy import delete, or_, select, update
 
 from youyou.adapters.storage.catalog import fold
 from youyou.workbench.store.base import StoreBase, columns_of, now
-from youyou.workbench.store.records import UsernameTaken, UserRecord
-from youyou.workbench.store.tables import tokens, users
+from youyou.workbench.store.records import MEMBER, InviteUnusable, UsernameTaken, UserRecord
+from youyou.workbench.store.tables import invites, tokens, users
 
 _USER = columns_of(users, UserRecord)
 
 
 class UserTokenQueries(StoreBase):
-    async def create_user(self, username: str, password_hash: str) -> UserRecord:
-        """Raises ``UsernameTaken`` also when a concurrent sign-up wins the same name."""
-        user = UserRecord(str(uuid4()), username, password_hash, now())
+    async def create_user(
+        self,
+        username: str,
+        password_hash: str,
+        role: str = MEMBER,
+        *,
+        invite_hash: str | None = None,
+    ) -> UserRecord:
+        """Raises ``UsernameTaken`` also when a concurrent sign-up wins the same name. With
+        ``invite_hash`` the invite is used up in the same transaction, so it admits one account
+        (``InviteUnusable`` when it is unknown, used or expired; nothing is created then)."""
+        user = UserRecord(str(uuid4()), username, password_hash, now(), role)
         stmt = (
             self._insert(users)
             .values(**asdict(user), username_folded=fold(username))
             .on_conflict_do_nothing(index_elements=[users.c.username_folded])
         )
         async with self._transaction("creating a user", write=True) as conn:
+            if invite_hash is not None:
+                used = update(invites).where(
+                    invites.c.token_hash == invite_hash,
+                    invites.c.used_at.is_(None),
+                    invites.c.expires_at > user.created_at,
+                )
+                if (await conn.execute(used.values(used_at=user.created_at))).rowcount != 1:
+                    raise InviteUnusable
             inserted = (await conn.execute(stmt)).rowcount
-        if inserted == 0:
-            raise UsernameTaken(username)
+            if inserted == 0:
+                raise UsernameTaken(username)
         return user
 
     async def user_by_name(self, username: str) -> UserRecord | None:
@@ -61,7 +78,9 @@ class UserTokenQueries(StoreBase):
             await conn.execute(tokens.insert().values(row))
 
     async def user_for_token(self, token_hash: str, now: datetime) -> UserRecord | None:
-        """The token's user while the token is live: known, not revoked, not expired."""
+        """The token's user while the token is live (known, not revoked, not expired) and the
+        account is not disabled: read on every request, so disabling takes effect at once in
+        every process."""
         query = (
             select(*_USER)
             .select_from(tokens.join(users, tokens.c.user_id == users.c.id))
@@ -69,6 +88,7 @@ class UserTokenQueries(StoreBase):
                 tokens.c.token_hash == token_hash,
                 tokens.c.revoked_at.is_(None),
                 tokens.c.expires_at > now,
+                users.c.disabled_at.is_(None),
             )
         )
         async with self._transaction("checking a token") as conn:

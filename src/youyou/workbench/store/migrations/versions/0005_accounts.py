@@ -1,0 +1,68 @@
+"""Accounts and roles: a role and a disabled mark on every user (existing users become
+members), administrator-managed groups, and one-time sign-up invites.
+
+Revision ID: wb0005
+Revises: wb0002
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from youyou.adapters.storage.tables import UtcDateTime
+
+revision = "wb0005"
+down_revision = "wb0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("wb_users") as batch:
+        batch.add_column(sa.Column("role", sa.String(16), nullable=False, server_default="member"))
+        batch.add_column(sa.Column("disabled_at", UtcDateTime(), nullable=True))
+    op.create_table(
+        "wb_groups",
+        sa.Column("id", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("name_folded", sa.String(64), nullable=False),
+        sa.Column("created_at", UtcDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_wb_groups"),
+        sa.UniqueConstraint("name_folded", name="uq_wb_groups_name_folded"),
+    )
+    op.create_table(
+        "wb_group_members",
+        sa.Column("group_id", sa.String(64), nullable=False),
+        sa.Column("user_id", sa.String(64), nullable=False),
+        sa.PrimaryKeyConstraint("group_id", "user_id", name="pk_wb_group_members"),
+        sa.ForeignKeyConstraint(
+            ["group_id"], ["wb_groups.id"], name="fk_wb_group_members_group", ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["wb_users.id"], name="fk_wb_group_members_user", ondelete="CASCADE"
+        ),
+    )
+    op.create_index("ix_wb_group_members_user", "wb_group_members", ["user_id"])
+    op.create_table(
+        "wb_invites",
+        sa.Column("token_hash", sa.String(128), nullable=False),
+        sa.Column("created_by", sa.String(64), nullable=False),
+        sa.Column("created_at", UtcDateTime(), nullable=False),
+        sa.Column("expires_at", UtcDateTime(), nullable=False),
+        sa.Column("used_at", UtcDateTime(), nullable=True),
+        sa.PrimaryKeyConstraint("token_hash", name="pk_wb_invites"),
+        sa.ForeignKeyConstraint(
+            ["created_by"], ["wb_users.id"], name="fk_wb_invites_creator", ondelete="CASCADE"
+        ),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("wb_invites")
+    op.drop_index("ix_wb_group_members_user", table_name="wb_group_members")
+    op.drop_table("wb_group_members")
+    op.drop_table("wb_groups")
+    with op.batch_alter_table("wb_users") as batch:
+        batch.drop_column("disabled_at")
+        batch.drop_column("role")
