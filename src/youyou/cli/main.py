@@ -1,5 +1,5 @@
 """The ``youyou`` console script: ``chat``, ``serve``, ``sessions list|show|delete``,
-``db upgrade``, ``mcp list``, ``kb index|search``."""
+``db upgrade``, ``mcp list``, ``kb index|search``, ``users …``, ``groups …``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from youyou.cli.options import ConfigOption
+from youyou.cli.users_command import groups_app, users_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,18 +42,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
 kb_app = typer.Typer(help="The runbook knowledge base ([[knowledge]]).", **_PLAIN)
 app.add_typer(kb_app, name="kb")
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="youyou.toml to read (default: $YOUYOU_CONFIG, else none).",
-        # Not checked here: the settings loader reports every unusable path (missing, a
-        # directory, unreadable) as INVALID_CONFIG, the same as for $YOUYOU_CONFIG.
-        readable=False,
-    ),
-]
+app.add_typer(users_app, name="users")
+app.add_typer(groups_app, name="groups")
 
 
 def _finish(code: int) -> None:

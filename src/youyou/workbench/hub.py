@@ -45,6 +45,7 @@ from youyou.domain.turn import OutcomeStatus
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.access import AccessLists, Member
+from youyou.workbench.accounts import memory_namespace
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import (
     ApiCode,
@@ -66,11 +67,6 @@ logger = logging.getLogger(__name__)
 
 # How often a running turn renews its lease and looks for a cancel asked on another process.
 LEASE_POLL_S = 0.5
-
-
-def memory_namespace(owner_id: str) -> str:
-    """Long-term memories are per user in the workbench."""
-    return f"user:{owner_id}"
 
 
 @dataclass(slots=True)
@@ -332,6 +328,15 @@ class SessionHub:
             self._sessions.add(handle, chat.owner_id)
             fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
             return await self._project(fresh, handle, None, compacted=False)
+
+    async def let_go_of(self, owner_id: str) -> None:
+        """For an account being disabled or deleted: its running turns here are cancelled
+        (their partial answers are stored) and its idle sessions closed without extracting
+        memories."""
+        for running in self._turns.values():
+            if running.owner_id == owner_id:
+                running.turn.cancel()
+        await self._sessions.close_idle_of(owner_id)
 
     async def delete(self, chat: ChatSessionRecord) -> None:
         """A deleted session is not mined for long-term memories, and the memories already

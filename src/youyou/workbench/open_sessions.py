@@ -168,6 +168,20 @@ class OpenSessions:
             self._claimed.discard(ledger_id)
         return True
 
+    async def close_idle_of(self, owner_id: str) -> None:
+        """Close the owner's idle sessions without extracting memories (their account is
+        being disabled or deleted)."""
+        for ledger_id, entry in list(self._open.items()):
+            if entry.owner_id != owner_id or ledger_id in self._claimed:
+                continue
+            if ledger_id in self._closing:
+                continue
+            self._claimed.add(ledger_id)
+            try:
+                await self.close(ledger_id, extract_memories=False)
+            finally:
+                self._claimed.discard(ledger_id)
+
     def touch(self, ledger_id: str) -> None:
         """Idleness counts from the end of a session's last use, not its start."""
         entry = self._open.get(ledger_id)

@@ -13,10 +13,10 @@ from fastapi.responses import PlainTextResponse
 
 from youyou.domain.skill_md import SkillValidationError, parse_skill_md
 from youyou.domain.skill_messages import MAX_SKILL_BYTES
+from youyou.workbench.accounts import memory_namespace
 from youyou.workbench.assembly import read_configuration
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError, check_user_limit
-from youyou.workbench.hub import memory_namespace
 from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import (
