@@ -62,6 +62,12 @@ class Accounts:
             raise ApiError(ApiCode.NOT_FOUND, f"no account {name_or_id!r}")
         return found
 
+    async def user_by_id(self, user_id: str) -> UserRecord:
+        found = await self._store.user_by_id(user_id)
+        if found is None:
+            raise ApiError(ApiCode.NOT_FOUND)
+        return found
+
     async def add(self, username: str, password: str, *, admin: bool = False) -> UserRecord:
         """The password policy of sign-up applies."""
         name = checked_username(username)
@@ -83,11 +89,11 @@ class Accounts:
     async def set_disabled(self, user: UserRecord, disabled: bool) -> UserRecord:
         """Disabling revokes every token of the account; its data stays."""
         await self._store.set_disabled(user.id, disabled)
-        return await self.user(user.id)
+        return await self.user_by_id(user.id)
 
     async def set_role(self, user: UserRecord, admin: bool) -> UserRecord:
         await self._store.set_role(user.id, ADMIN if admin else MEMBER)
-        return await self.user(user.id)
+        return await self.user_by_id(user.id)
 
     async def delete(self, user: UserRecord) -> RemovedCounts:
         """The account and everything it owns, in one transaction (TURN_BUSY while one of its
@@ -105,10 +111,17 @@ class Accounts:
         return removed
 
     async def group(self, name_or_id: str) -> GroupRecord:
+        """The group with this name (case-insensitively) or id; NOT_FOUND otherwise."""
         for group in await self._store.list_groups():
             if group.id == name_or_id or fold(group.name) == fold(name_or_id):
                 return group
         raise ApiError(ApiCode.NOT_FOUND, f"no group {name_or_id!r}")
+
+    async def group_by_id(self, group_id: str) -> GroupRecord:
+        for group in await self._store.list_groups():
+            if group.id == group_id:
+                return group
+        raise ApiError(ApiCode.NOT_FOUND)
 
     async def add_group(self, name: str) -> GroupRecord:
         name = name.strip()

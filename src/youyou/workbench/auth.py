@@ -110,6 +110,10 @@ class Authenticator:
         except InviteUnusable:
             raise ApiError(ApiCode.AUTH_INVITE_INVALID) from None
 
+    async def hash_password(self, password: str, address: str) -> str:
+        """A new password's hash, behind the hashing gate like every sign-in."""
+        return await self._throttles.hashing.run(address, _hasher.hash, password)
+
     async def create_invite(self, admin: UserRecord, valid_for: timedelta) -> IssuedInvite:
         """A one-time sign-up token; only its hash is stored."""
         token = secrets.token_urlsafe(32)
