@@ -25,12 +25,13 @@ StartWorkbench = Callable[..., Workbench]
 PASSWORD = "correct horse"
 
 
-def demo_server(users: list[str]) -> str:
+def demo_server(users: list[str] | None = None, groups: list[str] | None = None) -> str:
     return (
         '[[mcp_servers]]\nid = "demo"\n'
         f"command = {json.dumps(sys.executable)}\n"
         f'args = [{json.dumps(str(DEMO))}, "stdio"]\n'
-        f"users = {json.dumps(users)}\n"
+        + (f"users = {json.dumps(users)}\n" if users is not None else "")
+        + (f"groups = {json.dumps(groups)}\n" if groups is not None else "")
     )
 
 
@@ -87,6 +88,43 @@ def test_access_lists_bind_to_the_accounts_that_existed_at_start(
     dave = wb.user("dave")
     assert not {name for name in offered_tools(wb, dave) if name.startswith("demo__")}
     assert "demo__echo" in offered_tools(wb, wb.signed_in("carol"))
+
+
+def demo_tools(wb: Workbench, api: Api) -> set[str]:
+    return {name for name in offered_tools(wb, api) if name.startswith("demo__")}
+
+
+def test_a_listed_name_grants_nothing_once_its_account_is_deleted(
+    start_workbench: StartWorkbench,
+) -> None:
+    """Access is bound to the account's id: whoever registers the name of a deleted account
+    gets none of its tools."""
+    keys = '[server]\nadmins = ["root"]\nopen_registration_with_access_lists = true\n'
+    wb = with_accounts(start_workbench, ("root", "carol"), extra=keys + demo_server(["carol"]))
+    root, carol = wb.signed_in("root"), wb.signed_in("carol")
+    assert "demo__echo" in demo_tools(wb, carol)
+    carol_id = carol.data("GET", "/auth/me")["id"]
+    root.data("DELETE", f"/admin/users/{carol_id}")
+    assert demo_tools(wb, wb.user("carol")) == set()
+
+
+def test_groups_grant_access_by_membership_read_on_every_send(
+    start_workbench: StartWorkbench,
+) -> None:
+    keys = '[server]\nadmins = ["root"]\nopen_registration_with_access_lists = true\n'
+    runbooks = '[[knowledge]]\nid = "ops"\npath = "runbooks"\ngroups = ["SRE"]\n'
+    wb = with_accounts(
+        start_workbench, ("root",), extra=keys + demo_server(groups=["sre"]) + runbooks
+    )
+    assert "knowledge.ops.users" not in wb.server.log()  # groups are not names to bind
+    root, erin = wb.signed_in("root"), wb.user("erin")
+    assert demo_tools(wb, erin) == set()
+    group = root.data("POST", "/admin/groups", 201, json={"name": "Sre"})
+    erin_id = erin.data("GET", "/auth/me")["id"]
+    root.data("PUT", f"/admin/groups/{group['id']}/members/{erin_id}", 204)
+    assert "demo__echo" in demo_tools(wb, erin)
+    root.data("DELETE", f"/admin/groups/{group['id']}/members/{erin_id}", 204)
+    assert demo_tools(wb, erin) == set()
 
 
 # -- limits per client address and on hashing --------------------------------------------------

@@ -93,7 +93,7 @@ async def bind_access_lists(settings: Settings, store: WorkbenchStore) -> Access
     by_fold = {fold(account.username): account for account in accounts}
     grants: dict[str, Grant] = {}
     for where, (users, groups) in lists.items():
-        present = _bound(f"{where}.users", users or (), by_fold)
+        present = _bound(f"{where}.users", users, by_fold) if users is not None else []
         grants[where] = Grant(
             frozenset(account.id for account in present),
             frozenset(fold(group) for group in groups or ()),
