@@ -1,6 +1,7 @@
 // Start-up and navigation: sign-in when there is no valid token, else the top bar and one of
-// the pages — #/chat[/<session id>], #/config, #/memories.
+// the pages — #/chat[/<session id>], #/config, #/memories, #/admin (administrators).
 
+import { AdminView, ta } from "./admin.js";
 import { api, auth, onUnauthorized, saveAuth } from "./api.js";
 import { signIn } from "./auth.js";
 import { ChatView } from "./chat.js";
@@ -10,14 +11,15 @@ import { language, languagePicker, t } from "./i18n.js";
 import { MemoriesView } from "./memories.js";
 
 const root = document.getElementById("app");
-const PAGES = ["chat", "config", "memories"];
+const PAGES = ["chat", "config", "memories", "admin"];
 let user = null;
 let current = null; // { page, view }
 let links = {};
 
 function parseRoute() {
   const match = /^#\/([a-z]+)(?:\/(.+))?$/.exec(location.hash);
-  const page = match && PAGES.includes(match[1]) ? match[1] : "chat";
+  const allowed = match && PAGES.includes(match[1]) && (match[1] !== "admin" || user.role === "admin");
+  const page = allowed ? match[1] : "chat";
   return { page, id: page === "chat" && match ? match[2] || null : null };
 }
 
@@ -30,7 +32,8 @@ function route() {
   }
   if (current?.page !== page) {
     current?.view.unmount();
-    const view = page === "config" ? new ConfigView() : page === "memories" ? new MemoriesView() : new ChatView(user);
+    const view = page === "config" ? new ConfigView() : page === "memories" ? new MemoriesView()
+      : page === "admin" ? new AdminView(user) : new ChatView(user);
     current = { page, view };
     view.mount(document.getElementById("view"));
   }
@@ -62,6 +65,7 @@ function enter(signedIn) {
     config: h("a", { href: "#/config" }, t("configuration")),
     memories: h("a", { href: "#/memories" }, t("memories")),
   };
+  if (user.role === "admin") links.admin = h("a", { href: "#/admin" }, ta("administration"));
   root.replaceChildren(
     h(
       "header",

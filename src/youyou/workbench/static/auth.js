@@ -1,4 +1,5 @@
-// Sign in and, when the server allows it, create an account (then sign in with it).
+// Sign in and, when the server allows it, create an account (then sign in with it); an invite
+// link (#invite=<token>) opens the registration form of a server that registers by invite.
 
 import { api, saveAuth } from "./api.js";
 import { h } from "./dom.js";
@@ -7,13 +8,15 @@ import { languagePicker, t } from "./i18n.js";
 const MIN_PASSWORD = 8;
 
 export async function signIn(container, onSignedIn) {
+  const invite = /^#invite=([\w-]+)$/.exec(location.hash)?.[1] || null;
   let registration = false;
   try {
-    registration = (await api("GET", "/auth/settings")).registration;
+    const settings = await api("GET", "/auth/settings");
+    registration = settings.registration || (settings.registrationMode === "invite" && invite !== null);
   } catch {
     // an older or locked-down server: sign in only
   }
-  let registering = false;
+  let registering = registration && invite !== null;
   const heading = h("h2", {});
   const username = h("input", { type: "text", name: "username", autocomplete: "username", required: true, maxlength: 64 });
   const password = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
@@ -47,8 +50,9 @@ export async function signIn(container, onSignedIn) {
         submit.disabled = true;
         const credentials = { username: username.value.trim(), password: password.value };
         try {
-          if (registering) await api("POST", "/auth/register", credentials);
+          if (registering) await api("POST", "/auth/register", invite ? { ...credentials, invite } : credentials);
           const login = await api("POST", "/auth/login", credentials);
+          if (invite) history.replaceState(null, "", location.pathname);
           saveAuth({ token: login.accessToken, user: login.user });
           onSignedIn(login.user);
         } catch (failure) {
