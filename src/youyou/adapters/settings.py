@@ -107,6 +107,35 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class OidcSettings(_Section):
+    """Single sign-on with an OpenID Connect provider (authorization code + PKCE), see
+    docs/accounts.md. ``redirect_uri`` is the web UI's public address (the server never
+    builds a URL from the ``Host`` header); register it at the provider."""
+
+    issuer: str
+    client_id: str = Field(min_length=1)
+    client_secret_env: str | None = None
+    """The environment variable holding the client secret (none: a public client)."""
+    redirect_uri: str
+    scopes: tuple[str, ...] = ("openid", "profile", "email")
+    username_claim: str = "preferred_username"
+    groups_claim: str = "groups"
+    admin_groups: tuple[str, ...] = ()
+    """Members of these provider groups are administrators."""
+    password_login: bool = True
+    """False: accounts sign in only through the provider (no password sign-in or sign-up)."""
+
+    @field_validator("issuer", "redirect_uri")
+    @classmethod
+    def _absolute_url(cls, url: str) -> str:
+        return check_http_url(url)
+
+    @field_validator("client_secret_env")
+    @classmethod
+    def _variable(cls, name: str | None) -> str | None:
+        return None if name is None else check_variable_name(name)
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
@@ -117,6 +146,7 @@ class ServerSettings(_Section):
     spellings."""
     admins: tuple[str, ...] = ()
     """Usernames made administrators at each start (the accounts that have them then)."""
+    oidc: OidcSettings | None = None
     open_registration_with_access_lists: bool = False
     """Start although ``users`` access lists exist while registration is open (refused
     otherwise: a listed name that has no account yet could be taken by anyone)."""

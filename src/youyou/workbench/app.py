@@ -30,6 +30,7 @@ from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, languag
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
+from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.openapi import describe_real_responses
 from youyou.workbench.routes import admin, assets, auth, chat, knowledge, ops
 from youyou.workbench.store import WorkbenchStore
@@ -117,7 +118,11 @@ def create_app(
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
         )
-        app.state.workbench = Workbench(settings, built, store, hub, authenticator, metrics)
+        oidc = server.oidc
+        sign_on = OidcLogin(oidc, store, server.admins) if oidc is not None else None
+        app.state.workbench = Workbench(
+            settings, built, store, hub, authenticator, metrics, sign_on
+        )
         hub.start()
         if on_started is not None:
             on_started(hub)

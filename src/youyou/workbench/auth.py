@@ -123,7 +123,10 @@ class Authenticator:
 
     async def login(self, username: str, password: str, address: str) -> IssuedToken:
         """A token for the right password; the user's dead token rows go at the same time."""
-        user = await self._checked(username, password, address)
+        return await self.issue(await self._checked(username, password, address))
+
+    async def issue(self, user: UserRecord) -> IssuedToken:
+        """A new token for a user who has just signed in (by password or single sign-on)."""
         token = secrets.token_urlsafe(32)
         issued_at = datetime.now(UTC)
         await self._store.purge_tokens(issued_at, user.id)

@@ -29,6 +29,7 @@ from youyou.workbench.errors import (
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import SIGNED_IN_USER, BodyLimits, read_body, refuse_nul
 from youyou.workbench.metrics import Metrics
+from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.store import UserRecord, WorkbenchStore
 
 request_id_var: ContextVar[str] = ContextVar("youyou_request_id", default="-")
@@ -51,6 +52,7 @@ class Workbench:
     hub: SessionHub
     auth: Authenticator
     metrics: Metrics
+    oidc: OidcLogin | None = None  # single sign-on, when [server.oidc] is configured
 
 
 def error_body(code: str, language: Language, detail: str | None, request_id: str) -> bytes:

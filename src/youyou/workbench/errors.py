@@ -39,6 +39,8 @@ class ApiCode(StrEnum):
     AUTH_BUSY = "AUTH_BUSY"
     AUTH_ACCOUNT_DISABLED = "AUTH_ACCOUNT_DISABLED"
     AUTH_INVITE_INVALID = "AUTH_INVITE_INVALID"
+    AUTH_SSO_FAILED = "AUTH_SSO_FAILED"
+    AUTH_PASSWORD_LOGIN_DISABLED = "AUTH_PASSWORD_LOGIN_DISABLED"
     ADMIN_OWN_ACCOUNT = "ADMIN_OWN_ACCOUNT"
     GROUP_NAME_TAKEN = "GROUP_NAME_TAKEN"
     FORBIDDEN = "FORBIDDEN"
@@ -99,6 +101,16 @@ CATALOG: dict[str, _Entry] = {
         "此服务器仅凭邀请注册，该邀请链接无效、已使用或已过期，请向管理员索取新的链接",
         "Registration here is by invitation, and this invite link is unknown, used or "
         "expired; ask an administrator for a new one",
+    ),
+    ApiCode.AUTH_SSO_FAILED: _Entry(
+        401,
+        "单点登录失败，请重新登录",
+        "Single sign-on failed; sign in again",
+    ),
+    ApiCode.AUTH_PASSWORD_LOGIN_DISABLED: _Entry(
+        403,
+        "此服务器仅支持单点登录",
+        "This server signs in through single sign-on only",
     ),
     ApiCode.ADMIN_OWN_ACCOUNT: _Entry(
         409,

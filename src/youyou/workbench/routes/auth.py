@@ -3,13 +3,15 @@ and whether sign-up is open."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request, Response
+from pydantic import StringConstraints
 
-from youyou.workbench.auth import bearer_token
-from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
+from youyou.workbench.auth import IssuedToken, bearer_token
+from youyou.workbench.context import RequestIdDep, UserDep, Workbench, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.routes import COMMON_ERRORS
 from youyou.workbench.schemas import (
     ApiModel,
@@ -34,6 +36,18 @@ class AuthSettingsOut(ApiModel):
     registration: bool
     """True while anyone may sign up."""
     registration_mode: Literal["open", "closed", "invite"]
+    sso: bool
+    """Single sign-on is configured (``GET /auth/oidc/start``)."""
+    password_login: bool
+
+
+class SsoStartOut(ApiModel):
+    authorization_url: str
+
+
+class SsoCallback(ApiModel):
+    code: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    state: Annotated[str, StringConstraints(min_length=1, max_length=256)]
 
 
 def user_out(user: UserRecord) -> UserOut:
@@ -52,7 +66,10 @@ async def auth_settings(wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[AuthSet
     only with an invite link."""
     server = wb.settings.server
     data = AuthSettingsOut(
-        registration=server.registration_open, registration_mode=server.registration_mode
+        registration=server.registration_open and _password_login(wb),
+        registration_mode=server.registration_mode,
+        sso=wb.oidc is not None,
+        password_login=_password_login(wb),
     )
     return Envelope(data=data, request_id=rid)
 
@@ -64,6 +81,48 @@ _THROTTLED: dict[int | str, dict[str, Any]] = {
 _WEAK_PASSWORD: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorEnvelope, "description": "AUTH_PASSWORD_REJECTED or invalid fields"}
 }
+
+
+def _password_login(wb: Workbench) -> bool:
+    oidc = wb.settings.server.oidc
+    return oidc is None or oidc.password_login
+
+
+def _sign_on(wb: Workbench) -> OidcLogin:
+    if wb.oidc is None:
+        raise ApiError(ApiCode.NOT_FOUND)
+    return wb.oidc
+
+
+_NO_SSO: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorEnvelope, "description": "NOT_FOUND: no [server.oidc] configured"},
+    401: {"model": ErrorEnvelope, "description": "AUTH_SSO_FAILED: the provider failed"},
+}
+
+
+@router.get("/oidc/start", responses=_NO_SSO)
+async def sso_start(wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[SsoStartOut]:
+    """Where to send the browser to sign in at the provider (404 without ``[server.oidc]``);
+    the provider sends it back to ``redirect_uri`` with ``code`` and ``state``."""
+    url = await _sign_on(wb).start()
+    return Envelope(data=SsoStartOut(authorization_url=url), request_id=rid)
+
+
+@router.post(
+    "/oidc/callback",
+    responses={
+        **_NO_SSO,
+        403: {"model": ErrorEnvelope, "description": "AUTH_ACCOUNT_DISABLED"},
+        409: {"model": ErrorEnvelope, "description": "AUTH_USERNAME_TAKEN by another account"},
+    },
+)
+async def sso_callback(
+    body: SsoCallback, wb: WorkbenchDep, rid: RequestIdDep
+) -> Envelope[LoginOut]:
+    """The provider's ``code`` and ``state`` for a token, as a login answers; each state
+    works once. 401 AUTH_SSO_FAILED when the sign-on does not verify."""
+    user = await _sign_on(wb).finish(body.code, body.state)
+    return _signed_in(await wb.auth.issue(user), rid)
 
 
 def client_address(request: Request) -> str:
@@ -90,6 +149,8 @@ async def register(
     many sign-ups from one address (429). With registration by invite, ``invite`` must be
     the token of an unused, unexpired invite link; it is used up by this account."""
     mode = wb.settings.server.registration_mode
+    if not _password_login(wb):
+        raise ApiError(ApiCode.AUTH_PASSWORD_LOGIN_DISABLED)
     if mode == "closed":
         raise ApiError(ApiCode.AUTH_REGISTRATION_DISABLED)
     if mode == "invite" and body.invite is None:
@@ -112,7 +173,13 @@ async def login(
 ) -> Envelope[LoginOut]:
     """429 after too many failures for this username from this address, or from this address
     whatever the usernames."""
+    if not _password_login(wb):
+        raise ApiError(ApiCode.AUTH_PASSWORD_LOGIN_DISABLED)
     issued = await wb.auth.login(body.username.strip(), body.password, client_address(request))
+    return _signed_in(issued, rid)
+
+
+def _signed_in(issued: IssuedToken, rid: str) -> Envelope[LoginOut]:
     data = LoginOut(
         access_token=issued.token, expires_at=issued.expires_at, user=user_out(issued.user)
     )

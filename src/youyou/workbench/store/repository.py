@@ -12,6 +12,7 @@ from youyou.workbench.store.accounts import AccountQueries
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.groups import GroupQueries
+from youyou.workbench.store.identities import IdentityQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
 from youyou.workbench.store.users import UserTokenQueries
@@ -35,6 +36,7 @@ class WorkbenchStore(
     UserTokenQueries,
     AccountQueries,
     GroupQueries,
+    IdentityQueries,
     AssetQueries,
     ChatSessionQueries,
     TurnFrameQueries,

@@ -219,3 +219,30 @@ turn_frames = Table(
     Column("frame", Text, nullable=False),  # the SSE frame as sent
     PrimaryKeyConstraint("chat_session_id", "turn_seq", "frame_id", name="pk_wb_turn_frames"),
 )
+
+# Accounts signed in through an OpenID Connect provider, by the provider's (issuer, subject):
+# never by a name, which the provider's users may change.
+identities = Table(
+    "wb_identities",
+    metadata,
+    Column("issuer", String(255), nullable=False),
+    Column("subject", String(255), nullable=False),
+    Column(
+        "user_id",
+        String(64),
+        ForeignKey("wb_users.id", ondelete="CASCADE", name="fk_wb_identities_user"),
+        nullable=False,
+    ),
+    PrimaryKeyConstraint("issuer", "subject", name="pk_wb_identities"),
+)
+
+# Single sign-ons under way: each ``state`` is used once (a replayed one finds no row).
+oidc_logins = Table(
+    "wb_oidc_logins",
+    metadata,
+    Column("state_hash", String(128), nullable=False),
+    Column("nonce", String(128), nullable=False),
+    Column("code_verifier", String(128), nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("state_hash", name="pk_wb_oidc_logins"),
+)

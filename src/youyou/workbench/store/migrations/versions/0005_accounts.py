@@ -1,5 +1,6 @@
 """Accounts and roles: a role and a disabled mark on every user (existing users become
-members), administrator-managed groups, and one-time sign-up invites.
+members), administrator-managed groups, one-time sign-up invites, and single sign-on
+identities with the sign-ons under way.
 
 Revision ID: wb0005
 Revises: wb0002
@@ -56,9 +57,29 @@ def upgrade() -> None:
             ["created_by"], ["wb_users.id"], name="fk_wb_invites_creator", ondelete="CASCADE"
         ),
     )
+    op.create_table(
+        "wb_identities",
+        sa.Column("issuer", sa.String(255), nullable=False),
+        sa.Column("subject", sa.String(255), nullable=False),
+        sa.Column("user_id", sa.String(64), nullable=False),
+        sa.PrimaryKeyConstraint("issuer", "subject", name="pk_wb_identities"),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["wb_users.id"], name="fk_wb_identities_user", ondelete="CASCADE"
+        ),
+    )
+    op.create_table(
+        "wb_oidc_logins",
+        sa.Column("state_hash", sa.String(128), nullable=False),
+        sa.Column("nonce", sa.String(128), nullable=False),
+        sa.Column("code_verifier", sa.String(128), nullable=False),
+        sa.Column("expires_at", UtcDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("state_hash", name="pk_wb_oidc_logins"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("wb_oidc_logins")
+    op.drop_table("wb_identities")
     op.drop_table("wb_invites")
     op.drop_index("ix_wb_group_members_user", table_name="wb_group_members")
     op.drop_table("wb_group_members")
