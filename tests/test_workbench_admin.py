@@ -253,3 +253,12 @@ def test_disabling_stops_tokens_at_once_in_every_process(
     assert [s["id"] for s in tina_back.data("GET", "/chat/sessions")["items"]] == [session["id"]]
     for api in (root, tina, tina_there, tina_back):
         api.close()
+
+
+def test_configured_admins_need_registration_that_is_not_open(
+    start_workbench: StartWorkbench,
+) -> None:
+    """Anyone could register a listed administrator's name first."""
+    with pytest.raises(RuntimeError) as refused:
+        start_workbench(extra='[server]\nadmins = ["root"]\n')
+    assert "INVALID_CONFIG" in str(refused.value) and "server.admins" in str(refused.value)
