@@ -176,6 +176,8 @@ def test_an_invite_admits_one_account(start_workbench: StartWorkbench) -> None:
     assert Api(wb.url).data("GET", "/auth/settings") == {
         "registration": False,
         "registrationMode": "invite",
+        "sso": False,
+        "passwordLogin": True,
     }
     without = register(wb.url, "quinn")
     assert without.status_code == 403

@@ -64,6 +64,8 @@ def test_registration_can_be_turned_off(start_workbench: StartWorkbench) -> None
     assert api.data("GET", "/auth/settings") == {
         "registration": False,
         "registrationMode": "closed",
+        "sso": False,
+        "passwordLogin": True,
     }
     error = api.error("POST", "/auth/register", 403, json={"username": "x", "password": "12345678"})
     assert error["code"] == "AUTH_REGISTRATION_DISABLED"
