@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import io
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
-from cli_kit import PROMPT, Cli, quit_chat, screen
+from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, quit_chat, screen
 from mcp_kit import DEMO
 from youyou.domain.approvals import META_APPROVAL_DECIDED
 from youyou.domain.ledger import Metadata, ToolResult
@@ -143,4 +146,34 @@ def test_approve_all_approves_without_a_terminal(cli: Cli) -> None:
     assert "[tool tickets__write_note ok" in result.stderr
     [decision] = decisions(cli)
     assert (decision["decision"], decision["reason"]) == ("approve", "youyou chat --approve-all")
+    assert results(cli) == {"c1": "noted 42"}
+
+
+def test_a_chat_killed_at_the_question_asks_again_when_resumed(cli: Cli) -> None:
+    cli.write_config([note("c1")], extra=TOOLS)
+    child = cli.spawn()
+    child.sendline("note 42")
+    child.expect_exact(QUESTION)
+    child.kill(signal.SIGKILL)
+    child.close()
+    [session_id] = cli.session_ids()
+    assert results(cli) == {}  # the call still waits for its decision
+
+    cli.write_config([{"text": "noted after the restart"}], extra=TOOLS)
+    resumed = pexpect.spawn(
+        COMMAND[0],
+        [*COMMAND[1:], "chat", "-r", session_id],
+        env=cli.env(),
+        cwd=str(cli.root),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+        dimensions=(30, 160),
+    )
+    resumed.logfile_read = io.StringIO()
+    resumed.expect("this session's last turn waits for approval")
+    resumed.expect_exact(QUESTION)
+    resumed.sendline("y")
+    resumed.expect("noted after the restart")
+    resumed.expect(PROMPT)
+    quit_chat(resumed)
     assert results(cli) == {"c1": "noted 42"}
