@@ -37,7 +37,6 @@ from youyou.domain.events import (
 )
 from youyou.domain.hooks import Abort, AfterToolUsePayload, BeforeToolUsePayload
 from youyou.domain.ledger import (
-    Metadata,
     SessionEventPayload,
     ToolCall,
     ToolCallRecord,
@@ -45,6 +44,7 @@ from youyou.domain.ledger import (
     ToolResult,
     ToolResultRecord,
 )
+from youyou.domain.ledger_metadata import metadata_event
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_SKIPPED_CANCELLED
 from youyou.domain.tool import (
@@ -377,9 +377,7 @@ class ToolDispatcher:
         r = call.resolved
         handler = ctx.tools[r.tool_name]
         request = gate.request(r.call_id, handler.descriptor, r.effective_arguments, reason)
-        await ctx.record(
-            Metadata(key=META_APPROVAL_REQUESTED, value=request.model_dump(mode="json"))
-        )
+        await ctx.record(metadata_event(META_APPROVAL_REQUESTED, request))
         gate.waits.open(request)
         ctx.emit(ToolApprovalRequested(**request.model_dump()))
 
@@ -409,9 +407,7 @@ class ToolDispatcher:
 
     async def record_decision(self, ctx: BatchContext, decision: ApprovalDecision) -> None:
         """Ledger first, then the event; a remembered approval covers the tool from now on."""
-        await ctx.record(
-            Metadata(key=META_APPROVAL_DECIDED, value=decision.model_dump(mode="json"))
-        )
+        await ctx.record(metadata_event(META_APPROVAL_DECIDED, decision))
         if ctx.gate is not None and decision.decision == "approve" and decision.remember:
             ctx.gate.approved_tools.add(decision.tool_name)
         ctx.emit(ToolApprovalDecided(**decision.model_dump()))
