@@ -12,6 +12,7 @@ from youyou import (
     AgentBuilder,
     AgentConfig,
     AgentEvent,
+    ApprovalPolicy,
     CancellationToken,
     ModelInfo,
     ProviderCapability,
@@ -50,6 +51,7 @@ class RecordingTool:
     name: str
     mutating: bool = False
     delay: float = 0.0
+    approval: ApprovalPolicy = "never"
     behaviour: Callable[[dict[str, Any]], Awaitable[ToolOutput]] | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
     started: list[float] = field(default_factory=list)
@@ -62,6 +64,7 @@ class RecordingTool:
             description=f"tool {self.name}",
             parameters_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
             mutating=self.mutating,
+            approval=self.approval,
         )
 
     async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:

@@ -17,6 +17,7 @@ from youyou.application.model_router import complete_text
 from youyou.application.prompt_builder import PromptInputs
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
+from youyou.domain.approvals import META_APPROVALS_REMEMBERED, RememberedTools
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.content import ContentBlock, TextBlock
@@ -193,6 +194,11 @@ class Compactor:
             compacted_message_count=behind + (previous.compacted_message_count if previous else 0),
         )
         await self._sessions.record(runtime, metadata_event(META_CONTEXT_COMPACTION, record))
+        if runtime.approved_tools:  # a resume starts after the boundary: keep them in view
+            remembered = RememberedTools(tools=tuple(sorted(runtime.approved_tools)))
+            await self._sessions.record(
+                runtime, metadata_event(META_APPROVALS_REMEMBERED, remembered)
+            )
         context.rebuild(runtime.events, record)
         self._sessions.release_settled_events(runtime)
         if emit is not None:
