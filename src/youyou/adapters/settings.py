@@ -34,6 +34,7 @@ from pydantic_core import ErrorDetails
 from youyou.adapters.private_files import data_dir
 from youyou.adapters.providers.scripted import DEMO_MODEL
 from youyou.adapters.storage.catalog import fold
+from youyou.domain.approvals import ApprovalPolicy
 from youyou.domain.config import (
     AgentConfig,
     AgentConfigBase,
@@ -430,7 +431,10 @@ class McpServerSettings(_SecretsFromEnvironment):
     (streamable HTTP). ``env`` maps each variable the server process gets to the name of the
     variable here that holds its value, so no secret is ever written into the file; the process
     sees only those plus a minimal safe set (PATH, HOME…). ``users`` limits who gets the tools
-    in the workbench (None: everyone); ``name`` is the old spelling of ``id``.
+    in the workbench (None: everyone); ``name`` is the old spelling of ``id``. ``approval`` is
+    the tools' approval policy (``mutating``: a tool without ``readOnlyHint: true`` asks a
+    person first); ``approve_tools`` / ``ask_tools`` name tools (server-side names) that never
+    / always ask (docs/approvals.md).
     """
 
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name"))
@@ -445,6 +449,9 @@ class McpServerSettings(_SecretsFromEnvironment):
     enabled_tools: tuple[str, ...] | None = None
     disabled_tools: tuple[str, ...] = ()
     users: tuple[str, ...] | None = None
+    approval: ApprovalPolicy = "mutating"
+    approve_tools: tuple[str, ...] = ()
+    ask_tools: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -479,6 +486,12 @@ class McpServerSettings(_SecretsFromEnvironment):
         return names
 
     @model_validator(mode="after")
+    def _one_approval_per_tool(self) -> Self:
+        if both := sorted(set(self.approve_tools) & set(self.ask_tools)):
+            raise ValueError(f"{', '.join(both)}: in both approve_tools and ask_tools")
+        return self
+
+    @model_validator(mode="after")
     def _one_transport(self) -> Self:
         stdio_only = ("command", "args", "env", "cwd")
         http_only = ("url", "headers", "headers_env")
@@ -506,6 +519,14 @@ class McpServerSettings(_SecretsFromEnvironment):
         """``enabled_tools`` (None: all) minus ``disabled_tools``; server-side names."""
         enabled = self.enabled_tools is None or tool_name in self.enabled_tools
         return enabled and tool_name not in self.disabled_tools
+
+    def approval_for(self, tool_name: str) -> ApprovalPolicy:
+        """The approval policy of one tool (server-side name): its list, else ``approval``."""
+        if tool_name in self.ask_tools:
+            return "always"
+        if tool_name in self.approve_tools:
+            return "never"
+        return self.approval
 
     def allows(self, user: str | None) -> bool:
         """Whether a workbench user gets the tools; ``None`` is the local user of the CLI."""
