@@ -212,3 +212,31 @@ async def test_remembered_tools_survive_resume_and_compaction(sqlite_url: str) -
         await agent.shutdown()
     finally:
         await storage.close()
+
+
+@pytest.mark.parametrize("stop", ["shutdown", "close"])
+async def test_a_shutdown_or_close_leaves_the_call_waiting(sqlite_url: str, stop: str) -> None:
+    storage = await SqlSessionStorage.open(sqlite_url)
+    try:
+        first_tool, second_tool = CloseTicket(), CloseTicket()
+        first = await builder(storage, first_tool, 900).build()
+        session = await first.new_session()
+        watch = Watch(await session.send_message("close ticket 42"))
+        await watch.until("tool_approval_requested")
+        if stop == "shutdown":
+            await first.shutdown()
+        else:
+            await session.close(extract_memories=False)
+        assert await watch.done() is OutcomeStatus.CANCELLED
+        assert not any(isinstance(e.payload, ToolResult) for e in session.events)
+        second = await builder(storage, second_tool, 900).build()
+        resumed = await second.resume_session(session.session_id)
+        assert [p.call_id for p in resumed.pending_approvals()] == [CALL_ID]
+        await resumed.decide_approval(CALL_ID, "approve", decided_by="alice")
+        turn = Watch(await resumed.continue_turn())
+        assert await turn.done() is OutcomeStatus.COMPLETED
+        assert (first_tool.calls, second_tool.calls) == ([], [{"id": 42}])
+        await second.shutdown()
+        await first.shutdown()
+    finally:
+        await storage.close()

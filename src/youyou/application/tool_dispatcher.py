@@ -76,6 +76,9 @@ class BatchContext:
     record: Callable[[SessionEventPayload], Awaitable[object]]
     emit: Callable[[AgentEventPayload], None]
     gate: ApprovalGate | None = None  # None: no call waits for approval
+    # True when a cancel comes from the session's close or the agent's shutdown: a call that
+    # waits for a person is then left waiting in the ledger (a resume lists it again).
+    stopping: Callable[[], bool] = lambda: False
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +335,8 @@ class ToolDispatcher:
                 call.output = STOPPED_OUTPUT
             elif call.approval is not None:
                 await self._decide_and_execute(ctx, call)
+                if call.output is None:
+                    continue  # still waits for its person, in the ledger
             else:
                 await self._execute(ctx, call)
             verdict = await self._commit(ctx, call)
@@ -379,8 +384,10 @@ class ToolDispatcher:
         ctx.emit(ToolApprovalRequested(**request.model_dump()))
 
     async def _decide_and_execute(self, ctx: BatchContext, call: _Call) -> None:
-        """Wait for the call's decision, record it, then run the call or answer the denial;
-        a cancel while waiting answers it as cancelled (no decision is recorded)."""
+        """Wait for the call's decision, record it, then run the call or answer the denial.
+        A cancel while waiting answers it as cancelled (no decision is recorded), unless the
+        session is closing or the agent shutting down: then the call is left without output,
+        waiting for its decision after a resume."""
         gate = ctx.gate
         assert gate is not None
         wait = gate.waits.get(call.resolved.call_id)
@@ -389,8 +396,8 @@ class ToolDispatcher:
             settle(wait, None)
         decision = await gate.wait(wait, ctx.cancel)
         if decision is None:
-            call.output = CANCELLED_OUTPUT
             wait.recorded.set_result(None)
+            call.output = None if ctx.stopping() else CANCELLED_OUTPUT
             return
         try:
             await self.record_decision(ctx, decision)

@@ -269,6 +269,7 @@ class TurnEngine:
                 self._kernel.clock,
                 runtime.approved_tools,
             ),
+            stopping=lambda: self._sessions.refusal(runtime) is not None,
         )
 
     async def _render_prompt(self, turn: _Turn, sections: tuple[str, ...]) -> RenderedPrompt:

@@ -113,6 +113,14 @@ def chat(
             help="With -m: a text file or image to send along.",
         ),
     ] = None,
+    approve_all: Annotated[
+        bool,
+        typer.Option(
+            "--approve-all",
+            help="Approve every tool call that asks for approval, without asking "
+            "(otherwise a terminal asks, and a stdin that is not one denies).",
+        ),
+    ] = False,
 ) -> None:
     """Chat with the agent (interactive), or answer one message with -m."""
     if json and message is None:
@@ -127,6 +135,7 @@ def chat(
         model=model,
         skills_dir=skills,
         attach=tuple(attach or ()),
+        approve_all=approve_all,
     )
     _run(run_chat(options))
 
