@@ -30,6 +30,7 @@ Language = Literal["zh-CN", "en"]
 
 class ApiCode(StrEnum):
     VALIDATION_INVALID_ARGUMENT = "VALIDATION_INVALID_ARGUMENT"
+    VALIDATION_UNPROCESSABLE = "VALIDATION_UNPROCESSABLE"
     AUTH_UNAUTHENTICATED = "AUTH_UNAUTHENTICATED"
     AUTH_INVALID_CREDENTIALS = "AUTH_INVALID_CREDENTIALS"
     AUTH_USERNAME_TAKEN = "AUTH_USERNAME_TAKEN"
@@ -41,6 +42,8 @@ class ApiCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
     TURN_BUSY = "TURN_BUSY"
+    APPROVAL_NOT_FOUND = "APPROVAL_NOT_FOUND"
+    APPROVAL_ALREADY_DECIDED = "APPROVAL_ALREADY_DECIDED"
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     USER_LIMIT_REACHED = "USER_LIMIT_REACHED"
     SERVER_AT_CAPACITY = "SERVER_AT_CAPACITY"
@@ -66,6 +69,9 @@ class _Entry:
 
 CATALOG: dict[str, _Entry] = {
     ApiCode.VALIDATION_INVALID_ARGUMENT: _Entry(400, "请求参数无效", "Invalid request argument"),
+    ApiCode.VALIDATION_UNPROCESSABLE: _Entry(
+        422, "请求内容无法处理", "The request body cannot be processed"
+    ),
     ApiCode.AUTH_UNAUTHENTICATED: _Entry(
         401, "未登录或登录已失效", "Not signed in, or the session token is no longer valid"
     ),
@@ -92,6 +98,14 @@ CATALOG: dict[str, _Entry] = {
     ),
     ApiCode.TURN_BUSY: _Entry(
         409, "该会话正在生成回答，请稍后再试", "A turn is already running in this session"
+    ),
+    ApiCode.APPROVAL_NOT_FOUND: _Entry(
+        404, "没有等待审批的这个工具调用", "No tool call with this id asked for approval"
+    ),
+    ApiCode.APPROVAL_ALREADY_DECIDED: _Entry(
+        409,
+        "这个工具调用已有决定（他人决定、已超时或回合已结束）",
+        "This tool call is already decided (by someone else, by the timeout, or the turn ended)",
     ),
     ApiCode.REQUEST_TIMEOUT: _Entry(
         408, "请求体发送超时", "The request body did not arrive in time"
@@ -176,6 +190,8 @@ _KERNEL_TO_API: dict[ErrorCode, ApiCode] = {
     ErrorCode.COMPACT_ERROR: ApiCode.MODEL_ERROR,
     ErrorCode.AGENT_SHUTDOWN: ApiCode.SERVER_SHUTTING_DOWN,
     ErrorCode.SESSION_NOT_FOUND: ApiCode.NOT_FOUND,
+    ErrorCode.APPROVAL_NOT_FOUND: ApiCode.APPROVAL_NOT_FOUND,
+    ErrorCode.APPROVAL_ALREADY_DECIDED: ApiCode.APPROVAL_ALREADY_DECIDED,
     ErrorCode.STORAGE_ERROR: ApiCode.SERVICE_UNAVAILABLE,
 }
 

@@ -2,7 +2,8 @@
 
 Tool calls and their results hang on the assistant message of the same turn that asked for
 them (the one just before the calls, else the answer after them); a batch cut off before any
-assistant text gets an empty incomplete assistant message to hang on.
+assistant text gets an empty incomplete assistant message to hang on. A call that asked for
+approval carries who decided what, when and why (the audit of approvals).
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.domain.approvals import (
+    META_APPROVAL_DECIDED,
+    META_APPROVAL_REQUESTED,
+    ApprovalDecision,
+    PendingApproval,
+)
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.context import CompactionRecord
 from youyou.domain.ledger import (
@@ -26,7 +33,7 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.ledger_metadata import read_metadata
-from youyou.workbench.schemas import MessageOut, ToolCallOut
+from youyou.workbench.schemas import CallApprovalOut, MessageOut, ToolCallOut
 
 Role = Literal["user", "assistant", "system"]
 Status = Literal["complete", "incomplete"]
@@ -63,6 +70,21 @@ class _Call:
     arguments: dict[str, Any]
     output: str | None = None
     is_error: bool | None = None
+    requested: PendingApproval | None = None
+    decided: ApprovalDecision | None = None
+
+    def approval(self) -> CallApprovalOut | None:
+        asked, decided = self.requested, self.decided
+        if asked is None:
+            return None
+        return CallApprovalOut(
+            requested_at=asked.requested_at,
+            reason=asked.reason,
+            decision=decided.decision if decided else None,
+            decided_by=decided.decided_by if decided else None,
+            decided_at=decided.decided_at if decided else None,
+            decision_reason=decided.reason if decided else None,
+        )
 
 
 @dataclass(slots=True)
@@ -87,6 +109,7 @@ class _Message:
                     arguments=c.arguments,
                     output=c.output,
                     is_error=c.is_error,
+                    approval=c.approval(),
                 )
                 for c in self.calls
             ],
@@ -125,6 +148,14 @@ def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
             )
             calls[call.call_id] = call
             (holder.calls if holder is not None else pending).append(call)
+        elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_REQUESTED:
+            asked = PendingApproval.model_validate(payload.value)
+            if asked.call_id in calls:
+                calls[asked.call_id].requested = asked
+        elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_DECIDED:
+            decided = ApprovalDecision.model_validate(payload.value)
+            if decided.call_id in calls:
+                calls[decided.call_id].decided = decided
         elif isinstance(payload, ToolResult) and payload.result.call_id in calls:
             output = payload.result.output
             shown = (output.metadata or {}).get(DISPLAY_KEY)

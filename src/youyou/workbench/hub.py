@@ -5,7 +5,10 @@ to a session's ledger — a turn, a compaction, a memory-mode switch, clearing o
 first takes the session's lease in the database, so two processes never write one ledger: a
 second writer gets ``TURN_BUSY``. A cached session whose ledger moved on (another process
 wrote) is reopened before its next turn. A cancel reaches a turn on another process through
-the lease's cancel flag.
+the lease's cancel flag, a tool-approval decision through ``wb_tool_approvals``
+(``approvals.py``). A turn whose process died while a call waited for a decision is taken
+over by the process that gets the decision (or, once every call is decided or expired, by the
+first process that looks: ``RESUME_POLL_S``), and goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -28,15 +31,20 @@ from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle
+from youyou.application.turn_engine import TurnOptions
+from youyou.domain.approvals import find_decision
 from youyou.domain.config import MemoryMode, SessionConfig
 from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord
-from youyou.domain.errors import AgentError
+from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.events import (
     ContextCompacted,
     ContextUsage,
     ErrorEvent,
     ModelWaiting,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+    ToolCallEnd,
     TurnComplete,
 )
 from youyou.domain.model import ProviderCapability
@@ -44,6 +52,7 @@ from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
+from youyou.workbench.approvals import APPLY_POLL_S, ApprovalDesk, TurnApprovals
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import (
     ApiCode,
@@ -57,7 +66,9 @@ from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
+from youyou.workbench.schemas import ApprovalOut, PendingApprovalOut
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
 from youyou.workbench.user_streams import UserStreams
 
@@ -65,6 +76,8 @@ logger = logging.getLogger(__name__)
 
 # How often a running turn renews its lease and looks for a cancel asked on another process.
 LEASE_POLL_S = 0.5
+# How often a process looks for turns left waiting by a process that died, to go on with them.
+RESUME_POLL_S = 5.0
 
 
 def memory_namespace(owner_id: str) -> str:
@@ -78,7 +91,9 @@ class _Running:
     owner_id: str
     stream: TurnStream
     turn: RunningTurn
-    task: asyncio.Task[None]
+    handle: SessionHandle
+    approvals: TurnApprovals
+    task: asyncio.Task[None] | None = None
     copying: bool = False  # its frames go to the database for a client of another process
 
 
@@ -120,6 +135,8 @@ class SessionHub:
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
         self._copying: set[asyncio.Task[None]] = set()  # frames copied for other processes
+        self._approvals = ApprovalDesk(store, metrics)
+        self._decided = asyncio.Event()  # a decision was claimed for a turn of this process
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -128,6 +145,8 @@ class SessionHub:
         self._background = [
             loop.create_task(self._sessions.reap_idle()),
             loop.create_task(self._keep_leases()),
+            loop.create_task(self._apply_decisions()),
+            loop.create_task(self._resume_stopped_turns()),
         ]
 
     def begin_shutdown(self) -> None:
@@ -141,7 +160,7 @@ class SessionHub:
         for at most ``close_timeout_s`` (all sessions together): a stop signal must not wait
         on a slow or hung model."""
         self.begin_shutdown()
-        tasks = [running.task for running in self._turns.values()]
+        tasks = [running.task for running in self._turns.values() if running.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*self._copying, return_exceptions=True)
         for task in self._background:
@@ -219,13 +238,10 @@ class SessionHub:
             await self._acquire_lease(ledger_id)
             try:
                 handle = await self._sessions.handle(ledger_id, chat.owner_id)
-                tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
-                options = await turn_options(
-                    self._store,
-                    chat.owner_id,
-                    tool_use=tool_use,
-                    tools=await self._tools(chat.owner_id, username) if tool_use else (),
-                )
+                if handle.pending_approvals() or handle.can_continue_turn:
+                    # a turn stopped by a process that died waits for a decision or goes on
+                    raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
+                options = await self._options(chat.owner_id, username, handle)
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
                 )
@@ -235,13 +251,32 @@ class SessionHub:
         except BaseException:
             self._sessions.unclaim(ledger_id)
             raise
+        return self._launch(chat, handle, turn, language)
+
+    def _launch(
+        self, chat: ChatSessionRecord, handle: SessionHandle, turn: RunningTurn, language: Language
+    ) -> TurnStream:
+        """Stream a turn that holds the session's claim and lease."""
         stream = TurnStream(chat.id, turn.turn_id)
-        task = asyncio.get_running_loop().create_task(
-            self._pump(chat, handle, turn, stream, language)
+        running = _Running(
+            chat.ledger_session_id, chat.owner_id, stream, turn, handle, TurnApprovals()
         )
-        self._turns[chat.id] = _Running(ledger_id, chat.owner_id, stream, turn, task)
+        running.approvals.waiting.update(p.call_id for p in handle.pending_approvals())
+        self._turns[chat.id] = running
+        running.task = asyncio.get_running_loop().create_task(self._pump(chat, running, language))
         self._metrics.active_streams.inc()
         return stream
+
+    async def _options(
+        self, owner_id: str, username: str | None, handle: SessionHandle
+    ) -> TurnOptions:
+        tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
+        return await turn_options(
+            self._store,
+            owner_id,
+            tool_use=tool_use,
+            tools=await self._tools(owner_id, username) if tool_use else (),
+        )
 
     async def _tools(self, owner_id: str, username: str | None) -> tuple[ToolHandler, ...]:
         """The MCP tools ``username`` may use; ``search_knowledge`` over the shared sources
@@ -273,6 +308,135 @@ class SessionHub:
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
         """The other process running the session's turn; not one that has ended."""
         return await self._lease.held_elsewhere(chat.ledger_session_id)
+
+    # -- tool approvals -------------------------------------------------------------------------
+
+    async def pending_approvals(
+        self, chat_ids: Sequence[str]
+    ) -> dict[str, list[PendingApprovalOut]]:
+        """What waits for a decision in these sessions (any process's turns)."""
+        return await self._approvals.pending(chat_ids)
+
+    async def decide(
+        self, chat: ChatSessionRecord, call_id: str, decision: Decision, language: Language
+    ) -> ApprovalOut:
+        """The first decision of a waiting call, once the kernel running the turn has it: on
+        this process, on another one (which applies it within ``APPLY_POLL_S``), or on none
+        (its process died: this one takes the turn over and goes on with it)."""
+        await self._approvals.claim(chat.id, call_id, decision)
+        if chat.id in self._turns:
+            self._decided.set()
+        elif await self.running_elsewhere(chat) is None:
+            await self._take_over(chat, language)
+        return await self._approvals.confirmed(chat.id, call_id, decision)
+
+    async def _apply_decisions(self) -> None:
+        """Hand the decisions claimed for this process's waiting turns to their kernel: at
+        once for a claim made here, within ``APPLY_POLL_S`` for one made elsewhere."""
+        while True:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._decided.wait(), APPLY_POLL_S)
+            self._decided.clear()
+            waiting = {chat_id: r for chat_id, r in self._turns.items() if r.approvals.waiting}
+            if not waiting:
+                continue
+            try:
+                claimed = await self._store.decisions_to_apply(list(waiting))
+            except AgentError:
+                logger.warning("reading approval decisions failed", exc_info=True)
+                continue
+            for row in claimed:
+                running = waiting[row.chat_session_id]
+                if row.call_id not in running.approvals.waiting or row.decision is None:
+                    continue
+                running.approvals.waiting.discard(row.call_id)  # applied once, whatever comes
+                try:
+                    await running.handle.decide_approval(
+                        row.call_id,
+                        row.decision,  # type: ignore[arg-type]  # approve | deny, as claimed
+                        decided_by=row.decided_by or "",
+                        reason=row.reason,
+                        remember=row.remember,  # type: ignore[arg-type]
+                    )
+                except AgentError as err:  # the timeout or a cancel came first
+                    logger.info("approval of %s not applied: %s", row.call_id, err)
+
+    async def _take_over(self, chat: ChatSessionRecord, language: Language = "zh-CN") -> None:
+        """Go on with a turn whose process stopped while calls waited for a decision: the
+        decisions claimed since go to the ledger, and once every call is decided (or has
+        expired) the turn continues here. Nothing when another process or task has it."""
+        ledger_id = chat.ledger_session_id
+        try:
+            await self._sessions.claim(ledger_id)
+        except ApiError:
+            return  # busy here: whatever holds it ends the wait
+        launched = False
+        try:
+            if await self._lease.take(ledger_id) is not None:
+                return
+            try:
+                handle = await self._sessions.handle(ledger_id, chat.owner_id)
+                await self._record_claims(chat, handle)
+                if not handle.can_continue_turn:
+                    if not handle.pending_approvals():
+                        await self._store.settle_approvals(chat.id)  # nothing left to go on
+                    return
+                owner = await self._store.user(chat.owner_id)
+                options = await self._options(
+                    chat.owner_id, owner.username if owner else None, handle
+                )
+                turn = await agent_call(handle.continue_turn(options=options))
+                logger.info("session %s: going on with its stopped turn", chat.id)
+                self._launch(chat, handle, turn, language)
+                launched = True
+            finally:
+                if not launched:
+                    await self._lease.release(ledger_id)
+        finally:
+            if not launched:
+                self._sessions.unclaim(ledger_id)
+
+    async def _record_claims(self, chat: ChatSessionRecord, handle: SessionHandle) -> None:
+        """Decisions claimed while no process ran the turn, into its ledger."""
+        claimed = await self._store.decisions_to_apply([chat.id])
+        for row in claimed:
+            if row.decision is None:
+                continue
+            try:
+                decided = await handle.decide_approval(
+                    row.call_id,
+                    row.decision,  # type: ignore[arg-type]  # approve | deny, as claimed
+                    decided_by=row.decided_by or "",
+                    reason=row.reason,
+                    remember=row.remember,  # type: ignore[arg-type]
+                )
+            except AgentError as err:
+                if err.code not in (
+                    ErrorCode.APPROVAL_ALREADY_DECIDED,
+                    ErrorCode.APPROVAL_NOT_FOUND,
+                ):
+                    raise
+                # the ledger has the decision already (the process died before the index
+                # had it), or the call expired: the turn's continuation writes the denial
+                found = find_decision(handle.events, row.call_id)
+                if found is not None:
+                    await self._approvals.record(chat.id, found)
+                continue
+            await self._approvals.record(chat.id, decided)
+
+    async def _resume_stopped_turns(self) -> None:
+        """At start and every ``RESUME_POLL_S``: the turns left waiting by a process that died
+        go on here once they can (decided, or expired: the timeout's denial is written)."""
+        while True:
+            try:
+                stopped = await self._store.unsettled_sessions()
+                for chat_id in stopped - set(self._turns):
+                    chat = await self._store.chat_session(chat_id)
+                    if chat is not None and await self.running_elsewhere(chat) is None:
+                        await self._take_over(chat)
+            except (AgentError, ApiError):
+                logger.warning("going on with stopped turns failed", exc_info=True)
+            await asyncio.sleep(RESUME_POLL_S)
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
         """Idempotent; reaches a turn running on another process through the lease."""
@@ -374,14 +538,8 @@ class SessionHub:
         assert catalog is not None  # the workbench always registers a session storage
         await agent_call(catalog.delete(ledger_id))
 
-    async def _pump(
-        self,
-        chat: ChatSessionRecord,
-        handle: SessionHandle,
-        turn: RunningTurn,
-        stream: TurnStream,
-        language: Language,
-    ) -> None:
+    async def _pump(self, chat: ChatSessionRecord, running: _Running, language: Language) -> None:
+        handle, turn, stream = running.handle, running.turn, running.stream
         started = time.perf_counter()
         first = True
         compacted = False
@@ -397,6 +555,8 @@ class SessionHub:
                 if data is None:
                     continue
                 payload = event.payload
+                if isinstance(payload, ToolApprovalRequested | ToolApprovalDecided | ToolCallEnd):
+                    await self._observe(chat, running, payload)
                 if first:
                     self._metrics.time_to_first_event.observe(time.perf_counter() - started)
                     first = False
@@ -424,6 +584,7 @@ class SessionHub:
             logger.exception("streaming turn %s failed", turn.turn_id)
         finally:
             self._turns.pop(chat.id, None)
+            await self._approvals.turn_ended(chat.id, running.approvals)
             self._metrics.active_streams.dec()
             with suppress(Exception):
                 await self._lease.release(chat.ledger_session_id)
@@ -432,6 +593,18 @@ class SessionHub:
             for frame in held:
                 stream.publish(frame)
             stream.close()
+
+    async def _observe(
+        self,
+        chat: ChatSessionRecord,
+        running: _Running,
+        payload: ToolApprovalRequested | ToolApprovalDecided | ToolCallEnd,
+    ) -> None:
+        """The approvals index follows the turn; the ledger has it all if this fails."""
+        try:
+            await self._approvals.observe(chat.id, running.approvals, payload)
+        except AgentError:
+            logger.warning("indexing an approval of %s failed", chat.id, exc_info=True)
 
     async def _keep_leases(self) -> None:
         """One renewal for all the leases of this process, however many turns run; a turn

@@ -149,6 +149,17 @@ class MemoryOut(ApiModel):
     last_compacted_at: datetime | None
 
 
+class PendingApprovalOut(ApiModel):
+    """A tool call that waits for the session owner's decision."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    server_id: str | None
+    requested_at: datetime
+    expires_at: datetime | None
+
+
 class SessionOut(ApiModel):
     id: str
     title: str
@@ -158,6 +169,8 @@ class SessionOut(ApiModel):
     message_count: int
     memory: MemoryOut
     running: bool = False
+    awaiting_approval: bool = False
+    pending_approvals: list[PendingApprovalOut] = Field(default_factory=list)
 
 
 class SessionPage(ApiModel):
@@ -202,12 +215,42 @@ class SendBody(ApiModel):
     )
 
 
+class ApprovalBody(ApiModel):
+    decision: Literal["approve", "deny"]
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
+    remember: Literal["session"] | None = None
+
+
+class ApprovalOut(ApiModel):
+    """A decision on a tool call: by whom (a username, or ``timeout``), when, why."""
+
+    call_id: str
+    tool_name: str
+    decision: Literal["approve", "deny"]
+    decided_by: str
+    decided_at: datetime
+    reason: str | None
+    remember: Literal["session"] | None
+
+
+class CallApprovalOut(ApiModel):
+    """The approval story of one tool call in the history; ``decision`` None while it waits."""
+
+    requested_at: datetime
+    reason: str | None
+    decision: Literal["approve", "deny"] | None
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_reason: str | None
+
+
 class ToolCallOut(ApiModel):
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
     output: str | None
     is_error: bool | None
+    approval: CallApprovalOut | None = None
 
 
 class MessageOut(ApiModel):

@@ -3,6 +3,7 @@
 // the running turn with Last-Event-ID, and opening a session whose turn is running replays it.
 
 import { ApiError, api, request } from "./api.js";
+import { ApprovalCards } from "./approvals.js";
 import { h, notify } from "./dom.js";
 import { t } from "./i18n.js";
 import { Composer } from "./composer.js";
@@ -69,6 +70,7 @@ export class ChatView {
     new MutationObserver(() => {
       if (this.pinned) this.log.scrollTop = this.log.scrollHeight;
     }).observe(this.log, { childList: true, subtree: true, characterData: true });
+    this.approvals = new ApprovalCards(this.log, { onDecided: () => this.afterDecision() });
     this.connection = h("p", { class: "connection", role: "status" });
     this.noticeText = h("span");
     this.notice = h(
@@ -171,6 +173,7 @@ export class ChatView {
       model,
     });
     this.renderHistory(messages);
+    this.approvals.showSession(session);
     this.showMemory(session.memory);
     if (session.running) this.follow(this.newStream(), null, this.liveAnswer(), true);
     this.composer.focus();
@@ -207,6 +210,7 @@ export class ChatView {
     if (this.session?.id !== id) return;
     this.session = session;
     this.renderHistory(messages);
+    this.approvals.showSession(session);
     this.showMemory(session.memory);
   }
 
@@ -432,6 +436,14 @@ export class ChatView {
       case "tool_call_end":
         answer.toolEnd(data);
         return false;
+      case "tool_approval_requested":
+        this.approvals.request(data);
+        this.sessions.upsert({ ...this.session, running: true, awaitingApproval: true }, false);
+        return false;
+      case "tool_approval_decided":
+        this.approvals.decided(data.callId);
+        this.sessions.upsert({ ...this.session, running: true, awaitingApproval: this.approvals.waiting }, false);
+        return false;
       case "context_compacted":
         this.markCompactedThrough(data.replacesThroughSeq);
         return false;
@@ -446,6 +458,14 @@ export class ChatView {
         return true;
       default:
         return false;
+    }
+  }
+
+  /** A decision of this tab: a turn no process ran (its server restarted) goes on now. */
+  afterDecision() {
+    if (!this.running && this.session && !this.approvals.waiting) {
+      this.setRunning(true);
+      this.follow(this.newStream(), null, this.liveAnswer(), true);
     }
   }
 

@@ -164,6 +164,11 @@ export function t(key, values = {}) {
   return text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
 }
 
+/** A feature module's own words, per language (merged into the catalog above). */
+export function addMessages(more) {
+  for (const [code, texts] of Object.entries(more)) Object.assign(MESSAGES[code], texts);
+}
+
 /** The language switch; switching reloads the page (drafts and running turns survive it). */
 export function languagePicker() {
   const select = document.createElement("select");

@@ -128,6 +128,7 @@ export class SessionList {
         "span",
         { class: "session-meta muted" },
         session.running ? h("span", { class: "dot", title: t("running") }) : null,
+        session.awaitingApproval ? h("span", { class: "approval-flag", title: t("awaitingApproval") }, t("awaitingApproval")) : null,
         formatTime(session.updatedAt),
       ),
     );

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage.engine import create_engine, migrate
+from youyou.workbench.store.approvals import ApprovalQueries
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.tables import VERSION_TABLE
@@ -29,7 +30,9 @@ async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None
     )
 
 
-class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries):
+class WorkbenchStore(
+    UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries, ApprovalQueries
+):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
     @classmethod

@@ -169,3 +169,28 @@ turn_frames = Table(
     Column("frame", Text, nullable=False),  # the SSE frame as sent
     PrimaryKeyConstraint("chat_session_id", "turn_seq", "frame_id", name="pk_wb_turn_frames"),
 )
+
+# The tool calls of a session's turn that wait, or waited, for a person's decision: what
+# ``GET /chat/sessions/{id}`` lists as pending, and the mailbox through which a decision sent
+# to any server process reaches the one running the turn (``workbench/approvals.py``). The
+# ledger keeps the record of the request and the decision; this is its index.
+tool_approvals = Table(
+    "wb_tool_approvals",
+    metadata,
+    chat_session_column("wb_tool_approvals"),
+    Column("call_id", String(255), nullable=False),
+    Column("tool_name", String(255), nullable=False),
+    Column("arguments", Text, nullable=False),  # JSON
+    Column("server_id", String(255), nullable=True),
+    Column("requested_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=True),
+    Column("decision", String(16), nullable=True),  # approve | deny; NULL while it waits
+    Column("decided_by", String(255), nullable=True),
+    Column("decided_at", UtcDateTime, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("remember", String(16), nullable=True),
+    Column("applied", Boolean, nullable=False),  # the turn's kernel has the decision
+    Column("settled", Boolean, nullable=False),  # the turn went past the call (or ended)
+    PrimaryKeyConstraint("chat_session_id", "call_id", name="pk_wb_tool_approvals"),
+    Index("ix_wb_tool_approvals_open", "settled", "chat_session_id"),
+)
