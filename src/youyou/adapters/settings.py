@@ -542,6 +542,27 @@ def listed(user: str | None, users: tuple[str, ...] | None) -> bool:
     return fold(user) in {fold(name) for name in users}
 
 
+class TelemetrySettings(_Section):
+    """``[telemetry]``: OpenTelemetry traces (docs/telemetry.md), off by default; on, it
+    needs the ``otel`` extra."""
+
+    enabled: bool = False
+    otlp_endpoint: str | None = None
+    """OTLP over HTTP, e.g. ``http://127.0.0.1:4318/v1/traces``; unset: the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` variables."""
+    service_name: str = Field("youyou", min_length=1)
+    sample_ratio: float = Field(1.0, ge=0, le=1)
+    """Share of traces kept, decided once per trace (a kept request keeps all its spans)."""
+    record_content: bool = False
+    """Put messages, prompts, tool arguments and results into spans: they may hold secrets
+    and personal data, so only where the trace store may keep them."""
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _absolute_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_http_url(url)
+
+
 class SkillsSettings(_Section):
     """``dir``: every ``*/SKILL.md`` under it is loaded through the shared validator."""
 
@@ -561,6 +582,7 @@ class Settings(_Section):
     providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
     mcp_servers: tuple[McpServerSettings, ...] = ()
     knowledge: tuple[KnowledgeSourceSettings, ...] = ()
+    telemetry: TelemetrySettings = TelemetrySettings()
 
     @model_validator(mode="after")
     def _references(self) -> Self:

@@ -17,6 +17,7 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
+from youyou.ports.tracer import Tracer
 from youyou.workbench.access import bind_access_lists, check_registration
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, Throttles
@@ -76,11 +77,15 @@ async def _prepared_accounts(settings: Settings) -> Settings:
 
 
 def create_app(
-    settings: Settings, *, on_started: Callable[[SessionHub], None] | None = None
+    settings: Settings,
+    *,
+    on_started: Callable[[SessionHub], None] | None = None,
+    tracer: Tracer | None = None,
 ) -> FastAPI:
     """The app, with no effect on the process: ``on_started`` (given by ``youyou serve``'s
     process setup) runs once the hub is up, for what belongs to a whole process (signal
-    handlers, garbage-collector tuning)."""
+    handlers, garbage-collector tuning). ``tracer`` takes the spans instead of the exporter
+    of ``[telemetry]`` (an embedding program's, or a test's)."""
     metrics = Metrics()
     settings = workbench_settings(settings)
 
@@ -88,7 +93,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
         bound = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(bound, knowledge=True)
+        built = await build_agent_from_settings(bound, knowledge=True, tracer=tracer)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
