@@ -56,9 +56,10 @@ def write_config(
     extra: str = "",
     memory: bool = False,
     memory_keys: str = "",
+    model_keys: str = "",
 ) -> Path:
-    """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` are more lines
-    of its ``[memory]`` table."""
+    """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` and
+    ``model_keys`` are more lines of its ``[memory]`` and ``[[providers.models]]`` tables."""
     config = root / "youyou.toml"
     config.write_text(
         f'[database]\nurl = "{database_url}"\n\n'
@@ -67,7 +68,7 @@ def write_config(
         f'[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{model_base_url}"\n'
         "max_attempts = 1\ntimeout_s = 20\n\n"
         f'[[providers.models]]\nid = "{MODEL}"\ncontext_window = {context_window}\n'
-        'capabilities = ["tool_use", "vision", "streaming"]\n',
+        f'capabilities = ["tool_use", "vision", "streaming"]\n{model_keys}\n',
         encoding="utf-8",
     )
     return config

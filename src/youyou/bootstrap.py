@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.providers.factory import build_providers
-from youyou.adapters.settings import Settings
+from youyou.adapters.settings import ModelPrice, Settings
 from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -60,6 +60,8 @@ class BuiltApp:
     # exporter to flush on close when this build opened it.
     tracer: Tracer = NOOP_TRACER
     telemetry: Telemetry | None = None
+    # The prices of the models that have them, by model id: the cost of a turn.
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     async def tools(self) -> tuple[ToolHandler, ...]:
         """What ``youyou chat`` offers per send: the MCP tools, and ``search_knowledge`` over
@@ -182,4 +184,5 @@ async def build_agent_from_settings(
         knowledge_base,
         tracer,
         telemetry,
+        settings.model_prices(),
     )

@@ -27,7 +27,7 @@ from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, knowledge, ops
+from youyou.workbench.routes import assets, auth, chat, knowledge, ops, usage
 from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -111,6 +111,7 @@ def create_app(
             settings.memory.close_timeout_s,
             built.knowledge,
             memories=built.memory_storage,
+            prices=settings.model_prices(),
         )
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
@@ -139,7 +140,14 @@ def create_app(
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
     )
-    routers = (auth.router, assets.router, knowledge.router, chat.router, ops.router)
+    routers = (
+        auth.router,
+        assets.router,
+        knowledge.router,
+        chat.router,
+        usage.router,
+        ops.router,
+    )
     for router in routers:
         app.include_router(router)
     describe_real_responses(app)

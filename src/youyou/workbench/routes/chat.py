@@ -28,6 +28,7 @@ from youyou.workbench.schemas import (
 )
 from youyou.workbench.store import ChatSessionRecord, UserRecord
 from youyou.workbench.streams import SSE_EVENT_SCHEMA, FrameSource
+from youyou.workbench.usage import usage_out
 
 router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
 
@@ -140,7 +141,9 @@ async def list_sessions(
 async def get_session(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[SessionOut]:
-    return Envelope(data=session_out(wb, await owned(wb, user, session_id)), request_id=rid)
+    chat = await owned(wb, user, session_id)
+    usage = usage_out(await wb.store.session_usage(chat.id))
+    return Envelope(data=session_out(wb, chat).model_copy(update={"usage": usage}), request_id=rid)
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response)
@@ -156,7 +159,9 @@ async def get_messages(
     """The full history: compacted messages too (marked ``compacted``)."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
-    return Envelope(data=history(events), request_id=rid)
+    turns = await wb.store.session_turn_usage(chat.id)
+    usage = {seq: usage_out(record) for seq, record in turns.items()}
+    return Envelope(data=history(events, usage), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")

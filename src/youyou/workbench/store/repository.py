@@ -12,6 +12,7 @@ from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
+from youyou.workbench.store.usage import UsageQueries
 from youyou.workbench.store.users import UserTokenQueries
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -29,7 +30,9 @@ async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None
     )
 
 
-class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries):
+class WorkbenchStore(
+    UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries, UsageQueries
+):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
     @classmethod
