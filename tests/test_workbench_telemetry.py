@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, format_trace_id
 
+from fakes.http_server import FakeHTTPServer, PageReply
 from fakes.openai_server import OpenAIStream, text_reply
 from server_kit import MODEL, Workbench
 from telemetry_kit import attrs, has_content, is_child, memory_telemetry, named, one
@@ -127,3 +129,48 @@ def test_content_goes_into_spans_only_when_enabled(
     tool = one(spans, "execute_tool get_current_time")
     assert json.loads(attrs(tool)["gen_ai.tool.call.arguments"]) == {"timezone": "UTC"}
     assert "UTC" in attrs(tool)["gen_ai.tool.call.result"]
+
+
+class FakeCollector(FakeHTTPServer):
+    """An OTLP/HTTP traces endpoint that accepts every export."""
+
+    route = "/v1/traces"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.default = lambda request: PageReply(200, "", "application/x-protobuf")
+
+    def exported(self) -> list[tuple[str, str]]:
+        """``(service.name, span name)`` of every span received."""
+        spans = []
+        for request in self.requests:
+            export = ExportTraceServiceRequest.FromString(request.body)
+            for resource_spans in export.resource_spans:
+                resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+                for scope in resource_spans.scope_spans:
+                    spans += [(resource["service.name"], span.name) for span in scope.spans]
+        return spans
+
+
+@pytest.mark.parametrize("workbench_db", ["sqlite"], indirect=True)
+def test_youyou_serve_exports_its_spans_over_otlp_as_configured(
+    start_workbench: Callable[..., Workbench],
+) -> None:
+    """``[telemetry]`` in ``youyou.toml``, a real server process, a real OTLP/HTTP exporter:
+    the spans queued when SIGTERM arrives are exported before the process exits."""
+    with FakeCollector() as collector:
+        wb = start_workbench(
+            process=True,
+            extra=(
+                "[telemetry]\nenabled = true\n"
+                f'otlp_endpoint = "{collector.url}/v1/traces"\nservice_name = "oncall-test"\n'
+            ),
+        )
+        dora = wb.user("dora")
+        frames = dora.send(dora.new_session()["id"], "disk full?")
+        assert frames[-1].event == "turn_complete"
+        assert wb.server.stop() == 0
+        exported = collector.exported()
+    names = {name for _, name in exported}
+    assert {SEND, TURN, f"chat {MODEL}", "POST /auth/register"} <= names
+    assert {service for service, _ in exported} == {"oncall-test"}
