@@ -4,14 +4,19 @@ compaction, read back from the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from kernel_kit import RecordingTool, build_agent, model
 from telemetry_kit import attrs, has_content, is_child, memory_telemetry, named, one
 from youyou import AgentConfig, CompactionPolicy, ScriptedResponse
+from youyou.adapters.settings import TelemetrySettings
+from youyou.adapters.telemetry.otel import Telemetry
 from youyou.domain.config import MemoryMode
 from youyou.domain.model import ProviderErrorKind, Usage
 
@@ -165,14 +170,8 @@ async def test_failures_mark_their_spans() -> None:
     await agent.shutdown()
 
 
-@pytest.mark.parametrize("ratio", [0.0])
-async def test_a_trace_not_sampled_records_nothing(ratio: float) -> None:
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from youyou.adapters.settings import TelemetrySettings
-    from youyou.adapters.telemetry.otel import Telemetry
-
+@pytest.mark.parametrize("ratio", [0.0, 1.0])
+async def test_the_sample_ratio_keeps_or_drops_whole_traces(ratio: float) -> None:
     exporter = InMemorySpanExporter()
     telemetry = Telemetry(
         TelemetrySettings(enabled=True, sample_ratio=ratio), SimpleSpanProcessor(exporter)
@@ -183,5 +182,9 @@ async def test_a_trace_not_sampled_records_nothing(ratio: float) -> None:
     )
     session = await agent.new_session()
     assert (await (await session.send_message("hi")).join()).status.value == "completed"
-    assert exporter.get_finished_spans() == ()
+    assert len(exporter.get_finished_spans()) == (0 if ratio == 0 else 2)  # turn + chat
+    with telemetry.tracer.span("probe", {}) as span:
+        # what log lines carry: only the id of a trace that is kept
+        kept = re.fullmatch("[0-9a-f]{32}", span.trace_id or "") is not None
+    assert kept is (ratio == 1)
     await agent.shutdown()

@@ -35,7 +35,9 @@ class _Span:
     @property
     def trace_id(self) -> str | None:
         context = self._span.get_span_context()
-        return trace.format_trace_id(context.trace_id) if context.is_valid else None
+        if not (context.is_valid and context.trace_flags.sampled):
+            return None  # a trace the sampler dropped: no backend will ever have it
+        return trace.format_trace_id(context.trace_id)
 
     def update_name(self, name: str) -> None:
         self._span.update_name(name)
