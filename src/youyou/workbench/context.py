@@ -19,7 +19,7 @@ from youyou.adapters.settings import Settings
 from youyou.application.tracing import NOOP_TRACER
 from youyou.bootstrap import BuiltApp
 from youyou.domain.errors import AgentError
-from youyou.ports.tracer import SpanKind, Tracer
+from youyou.ports.tracer import SpanKind, Tracer, TraceSpan
 from youyou.workbench.auth import Authenticator
 from youyou.workbench.errors import (
     ApiError,
@@ -99,33 +99,6 @@ class RequestContext:
         token = request_id_var.set(request_id)
         scope.setdefault("state", {})["request_id"] = request_id
         method = scope["method"]
-        attributes = {
-            "http.request.method": method,
-            "url.path": scope["path"],
-            "youyou.request_id": request_id,
-        }
-        with _tracer_of(scope).span(method, attributes, SpanKind.SERVER) as span:
-            trace_token = trace_id_var.set(span.trace_id or "-")
-            status = 500
-            try:
-                status = await self._answer(scope, receive, send, headers, request_id)
-            finally:
-                route = scope.get("route")
-                template = getattr(route, "path", "unmatched")
-                self.metrics.requests.labels(template, method, str(status)).inc()
-                if route is not None:
-                    span.update_name(f"{method} {template}")
-                    span.set_attribute("http.route", template)
-                span.set_attribute("http.response.status_code", status)
-                if status >= 500:
-                    span.set_error(str(status), f"HTTP {status}")
-                trace_id_var.reset(trace_token)
-                request_id_var.reset(token)
-
-    async def _answer(
-        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], request_id: str
-    ) -> int:
-        """Serve the request; its status (500 if no response was started)."""
         status = 500
 
         async def send_with_id(message: Message) -> None:
@@ -139,17 +112,41 @@ class RequestContext:
                 ]
             await send(message)
 
-        try:
-            body = await read_body(scope, headers, receive, self.limits)
-            refuse_nul(scope, headers, body)
-        except AgentError as exc:
-            await _send_error(send_with_id, from_agent_error(exc), headers, request_id)
-            return status
-        except ApiError as exc:
-            await _send_error(send_with_id, exc, headers, request_id)
-            return status
-        await self.app(scope, _replay(body, receive), send_with_id)
-        return status
+        attributes = {
+            "http.request.method": method,
+            "url.path": scope["path"],
+            "youyou.request_id": request_id,
+        }
+        with _tracer_of(scope).span(method, attributes, SpanKind.SERVER) as span:
+            trace_token = trace_id_var.set(span.trace_id or "-")
+            try:
+                try:
+                    body = await read_body(scope, headers, receive, self.limits)
+                    refuse_nul(scope, headers, body)
+                except AgentError as exc:
+                    await _send_error(send_with_id, from_agent_error(exc), headers, request_id)
+                    return
+                except ApiError as exc:
+                    await _send_error(send_with_id, exc, headers, request_id)
+                    return
+                await self.app(scope, _replay(body, receive), send_with_id)
+            finally:
+                route = scope.get("route")
+                template = getattr(route, "path", "unmatched")
+                self.metrics.requests.labels(template, method, str(status)).inc()
+                _end_request_span(span, method, template if route else None, status)
+                trace_id_var.reset(trace_token)
+                request_id_var.reset(token)
+
+
+def _end_request_span(span: TraceSpan, method: str, route: str | None, status: int) -> None:
+    """Named by its route template once the request was routed (HTTP conventions)."""
+    if route:
+        span.update_name(f"{method} {route}")
+        span.set_attribute("http.route", route)
+    span.set_attribute("http.response.status_code", status)
+    if status >= 500:
+        span.set_error(str(status), f"HTTP {status}")
 
 
 def _tracer_of(scope: Scope) -> Tracer:
