@@ -79,7 +79,7 @@ async def test_migrations_build_the_declared_schema_beside_the_kernels(db_url: s
         await opened.close()
     await (await WorkbenchStore.open(db_url)).close()  # idempotent
     state = await _schema_of(db_url)
-    assert state["revision"] == "wb0003"
+    assert state["revision"] == "wb0004"
     assert state["kernel_revision"] is not None  # the kernel's chain is untouched
     assert state["diff"] == []
     assert set(metadata.tables) | {VERSION_TABLE, "sessions"} <= state["tables"]

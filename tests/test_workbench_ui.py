@@ -300,6 +300,22 @@ def test_tool_call_card_shows_arguments_duration_and_output(
     expect(card).to_contain_text("+08:00")
 
 
+def test_each_answer_shows_what_its_turn_used_live_and_after_a_reload(
+    start_workbench: StartWorkbench, open_page: OpenPage
+) -> None:
+    wb = start_workbench(model_keys="input_price_per_mtok = 2.5\noutput_price_per_mtok = 10")
+    wb.model.enqueue(text_reply("Rotate the logs.", prompt=1200, completion=85))
+    api = wb.user("uma")
+    session = api.new_session()
+    page = open_page(f"{wb.url}/#/chat/{session['id']}", user=api)
+    send(page, "What now?")
+    line = "1200 in · 85 out tokens · cost 0.003850"
+    expect(answer(page)).to_contain_text("Rotate the logs.")
+    expect(answer(page).locator(".usage")).to_have_text(line)
+    page.reload()
+    expect(answer(page).locator(".usage")).to_have_text(line)
+
+
 def test_stop_button_and_escape_cancel_and_mark_the_answer_incomplete(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -262,6 +263,17 @@ class ProviderType(StrEnum):
     SCRIPTED = "scripted"
 
 
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (
+            input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
 class ModelSettings(_Section):
     id: str = Field(min_length=1)
     display_name: str | None = None
@@ -271,6 +283,16 @@ class ModelSettings(_Section):
     )
     api_name: str | None = None
     """The model name sent to the API when it differs from ``id`` (ids are globally unique)."""
+    input_price_per_mtok: float | None = Field(None, ge=0)
+    output_price_per_mtok: float | None = Field(None, ge=0)
+    """Prices per million input / output tokens (any currency, the same for every model): with
+    either set, each turn's cost is stored with its usage (the other counts as 0)."""
+
+    @property
+    def price(self) -> ModelPrice | None:
+        if self.input_price_per_mtok is None and self.output_price_per_mtok is None:
+            return None
+        return ModelPrice(self.input_price_per_mtok or 0.0, self.output_price_per_mtok or 0.0)
 
     def to_model_info(self) -> ModelInfo:
         return ModelInfo(
@@ -563,6 +585,27 @@ def listed(user: str | None, users: tuple[str, ...] | None) -> bool:
     return fold(user) in {fold(name) for name in users}
 
 
+class TelemetrySettings(_Section):
+    """``[telemetry]``: OpenTelemetry traces (docs/telemetry.md), off by default; on, it
+    needs the ``otel`` extra."""
+
+    enabled: bool = False
+    otlp_endpoint: str | None = None
+    """OTLP over HTTP, e.g. ``http://127.0.0.1:4318/v1/traces``; unset: the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` variables."""
+    service_name: str = Field("youyou", min_length=1)
+    sample_ratio: float = Field(1.0, ge=0, le=1)
+    """Share of traces kept, decided once per trace (a kept request keeps all its spans)."""
+    record_content: bool = False
+    """Put messages, prompts, tool arguments and results into spans: they may hold secrets
+    and personal data, so only where the trace store may keep them."""
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _absolute_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_http_url(url)
+
+
 class SkillsSettings(_Section):
     """``dir``: every ``*/SKILL.md`` under it is loaded through the shared validator."""
 
@@ -582,6 +625,7 @@ class Settings(_Section):
     providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
     mcp_servers: tuple[McpServerSettings, ...] = ()
     knowledge: tuple[KnowledgeSourceSettings, ...] = ()
+    telemetry: TelemetrySettings = TelemetrySettings()
 
     @model_validator(mode="after")
     def _references(self) -> Self:
@@ -606,6 +650,15 @@ class Settings(_Section):
         lists = {f"mcp_servers.{s.id}": s.users for s in self.mcp_servers}
         lists |= {f"knowledge.{k.id}": k.users for k in self.knowledge}
         return {where: names for where, names in lists.items() if names is not None}
+
+    def model_prices(self) -> dict[str, ModelPrice]:
+        """The models that have prices configured, by id."""
+        return {
+            model.id: model.price
+            for provider in self.providers
+            for model in provider.models
+            if model.price is not None
+        }
 
     def model_ids(self) -> list[str]:
         return [m.model_id for p in self.providers for m in p.model_infos()]

@@ -18,6 +18,7 @@ from typing import Any
 
 from youyou.application.approval_gate import ApprovalGate, settle
 from youyou.application.plugin_manager import PluginManager
+from youyou.application.tracing import NOOP_TRACER, end_tool, tool_span
 from youyou.domain.approvals import (
     META_APPROVAL_DECIDED,
     META_APPROVAL_REQUESTED,
@@ -57,6 +58,7 @@ from youyou.domain.tool import (
 )
 from youyou.domain.tool_schema import argument_problems, compiled_schema
 from youyou.ports.tool import ToolHandler
+from youyou.ports.tracer import Tracer
 
 CANCELLED_OUTPUT = synthetic_output(
     SyntheticReason.CANCELLED_BEFORE_EXECUTION, TOOL_SKIPPED_CANCELLED
@@ -126,8 +128,9 @@ def _refusal(
 
 
 class ToolDispatcher:
-    def __init__(self, plugins: PluginManager) -> None:
+    def __init__(self, plugins: PluginManager, tracer: Tracer = NOOP_TRACER) -> None:
         self._plugins = plugins
+        self._tracer = tracer
 
     async def run_batch(self, ctx: BatchContext, batch: Sequence[RequestedToolCall]) -> BatchResult:
         calls = [await self._resolve(ctx, requested) for requested in batch]
@@ -223,6 +226,12 @@ class ToolDispatcher:
         if ctx.cancel.is_cancelled:
             call.output = CANCELLED_OUTPUT
             return
+        with tool_span(self._tracer, call.resolved) as span:
+            await self._run_handler(ctx, call)
+            assert call.output is not None
+            end_tool(span, self._tracer, call.output)
+
+    async def _run_handler(self, ctx: BatchContext, call: _Call) -> None:
         r = call.resolved
         handler = ctx.tools[r.tool_name]
         started = time.perf_counter()

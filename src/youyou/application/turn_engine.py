@@ -31,6 +31,7 @@ from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
 from youyou.application.skill_resolver import SkillResolver
 from youyou.application.tool_dispatcher import BatchContext, ToolDispatcher
+from youyou.application.tracing import end_turn, turn_span
 from youyou.application.turn_stream import TurnChannel
 from youyou.domain.approvals import open_approvals, turn_origin
 from youyou.domain.content import ContentBlock, TextBlock, validate_user_input
@@ -112,7 +113,7 @@ class TurnEngine:
         self._kernel = kernel
         self._sessions = sessions
         self._resolver = SkillResolver(kernel.skills)
-        self._dispatcher = ToolDispatcher(kernel.plugins)
+        self._dispatcher = ToolDispatcher(kernel.plugins, kernel.tracer)
         self._compactor = Compactor(kernel, sessions)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -160,6 +161,17 @@ class TurnEngine:
         return channel
 
     async def _run(self, turn: _Turn, on_end: Callable[[], Awaitable[None]] | None) -> None:
+        """The turn inside its span: the model, tool and compaction spans are its children."""
+        runtime, channel = turn.runtime, turn.channel
+        with turn_span(
+            self._kernel.tracer, runtime.session_id, channel.turn_id, runtime.model.model_id
+        ) as span:
+            outcome = await self._run_to_outcome(turn, on_end)
+            end_turn(span, outcome, turn.usage, turn.tool_calls)
+
+    async def _run_to_outcome(
+        self, turn: _Turn, on_end: Callable[[], Awaitable[None]] | None
+    ) -> TurnOutcome:
         channel = turn.channel
         outcome: TurnOutcome | None = None
         try:
@@ -188,6 +200,7 @@ class TurnEngine:
                 except Exception:
                     logger.warning("ending turn %s", channel.turn_id, exc_info=True)
             channel.finish(outcome)
+        return outcome
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -346,6 +359,7 @@ class TurnEngine:
                 request,
                 channel,
                 wait_notice_s=self._kernel.config.model_wait_notice_ms / 1000,
+                tracer=self._kernel.tracer,
             )
             turn.usage = turn.usage + response.usage
             if response.cancelled:

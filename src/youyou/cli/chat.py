@@ -10,7 +10,7 @@ from contextlib import suppress
 from rich.console import Console
 from rich.text import Text
 
-from youyou.adapters.settings import memory_mode_name
+from youyou.adapters.settings import ModelPrice, memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
 from youyou.cli.approvals import Approver
@@ -21,7 +21,7 @@ from youyou.cli.transcript import SHORT_ID, print_transcript
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.domain.model import ProviderCapability
+from youyou.domain.model import ProviderCapability, Usage
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
 from youyou.ports.tool import ToolHandler
 
@@ -60,10 +60,18 @@ class Chat:
         # A storage failure was shown: closing meets the same cause and says it only once.
         self.storage_failed = False
         self._told_failures: dict[str, str] = {}
+        # What the completed turns of this run used (``/usage``), across sessions.
+        self.used = Usage()
+        self.turns_used = 0
 
     @property
     def model_id(self) -> str:
         return self.session.config.pinned.model_id
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The session model's prices, when ``[[providers.models]]`` has them."""
+        return self.app.prices.get(self.model_id)
 
     def banner(self) -> Text:
         return Text.assemble(
@@ -88,11 +96,16 @@ class Chat:
         """One turn; errors are shown, never raised. Attachments go out with this message."""
         blocks: list[ContentBlock] = [TextBlock(text=text), *self.attachments]
         try:
-            view = RichTurnView(self.console, expand_reasoning=self.expand_reasoning)
+            view = RichTurnView(
+                self.console, expand_reasoning=self.expand_reasoning, price=self.price
+            )
             outcome = await self.run(blocks, view)
         except AgentError as error:
             self.show_error(error)
             return None
+        if view.usage is not None:
+            self.used = self.used + view.usage
+            self.turns_used += 1
         self.last_reasoning = view.reasoning_log
         self.attachments.clear()
         if outcome.status is not OutcomeStatus.COMPLETED:

@@ -17,6 +17,7 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
+from youyou.ports.tracer import Tracer
 from youyou.workbench.access import bind_access_lists, check_registration
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, Throttles
@@ -26,7 +27,7 @@ from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, knowledge, ops
+from youyou.workbench.routes import assets, auth, chat, knowledge, ops, usage
 from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -76,11 +77,15 @@ async def _prepared_accounts(settings: Settings) -> Settings:
 
 
 def create_app(
-    settings: Settings, *, on_started: Callable[[SessionHub], None] | None = None
+    settings: Settings,
+    *,
+    on_started: Callable[[SessionHub], None] | None = None,
+    tracer: Tracer | None = None,
 ) -> FastAPI:
     """The app, with no effect on the process: ``on_started`` (given by ``youyou serve``'s
     process setup) runs once the hub is up, for what belongs to a whole process (signal
-    handlers, garbage-collector tuning)."""
+    handlers, garbage-collector tuning). ``tracer`` takes the spans instead of the exporter
+    of ``[telemetry]`` (an embedding program's, or a test's)."""
     metrics = Metrics()
     settings = workbench_settings(settings)
 
@@ -88,7 +93,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
         bound = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(bound, knowledge=True)
+        built = await build_agent_from_settings(bound, knowledge=True, tracer=tracer)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -106,6 +111,7 @@ def create_app(
             settings.memory.close_timeout_s,
             built.knowledge,
             memories=built.memory_storage,
+            prices=settings.model_prices(),
         )
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
@@ -134,7 +140,14 @@ def create_app(
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
     )
-    routers = (auth.router, assets.router, knowledge.router, chat.router, ops.router)
+    routers = (
+        auth.router,
+        assets.router,
+        knowledge.router,
+        chat.router,
+        usage.router,
+        ops.router,
+    )
     for router in routers:
         app.include_router(router)
     describe_real_responses(app)

@@ -8,7 +8,7 @@ approval carries who decided what, when and why (the audit of approvals).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ from youyou.domain.ledger import (
     UserMessage,
 )
 from youyou.domain.ledger_metadata import read_metadata
-from youyou.workbench.schemas import CallApprovalOut, MessageOut, ToolCallOut
+from youyou.workbench.schemas import CallApprovalOut, MessageOut, ToolCallOut, UsageOut
 
 Role = Literal["user", "assistant", "system"]
 Status = Literal["complete", "incomplete"]
@@ -118,7 +118,10 @@ class _Message:
         )
 
 
-def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
+def history(
+    events: Sequence[LedgerEvent], usage: Mapping[int, UsageOut] | None = None
+) -> list[MessageOut]:
+    """``usage`` (by the seq of a turn's user message) goes on the turn's last answer."""
     messages: list[_Message] = []
     calls: dict[str, _Call] = {}
     pending: list[_Call] = []  # calls of this turn not yet on a message
@@ -165,4 +168,20 @@ def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
     if pending:
         messages.append(_Message(events[-1], "assistant", [], "incomplete", pending))
     boundary = _boundary(events)
-    return [m.out(boundary) for m in messages]
+    out = [m.out(boundary) for m in messages]
+    return _with_usage(out, usage) if usage else out
+
+
+def _with_usage(messages: list[MessageOut], usage: Mapping[int, UsageOut]) -> list[MessageOut]:
+    """Each turn's usage on the last assistant message before the next user message."""
+    last_answer: dict[int, int] = {}  # turn seq → index of its last assistant message
+    turn: int | None = None
+    for index, message in enumerate(messages):
+        if message.role == "user":
+            turn = message.seq
+        elif message.role == "assistant" and turn is not None:
+            last_answer[turn] = index
+    for turn_seq, index in last_answer.items():
+        if turn_seq in usage:
+            messages[index] = messages[index].model_copy(update={"usage": usage[turn_seq]})
+    return messages

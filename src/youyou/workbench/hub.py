@@ -17,14 +17,19 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
+from youyou.adapters.settings import (
+    MEMORY_MODE_NAMES,
+    ModelPrice,
+    ServerSettings,
+    memory_mode_name,
+)
 from youyou.adapters.storage import LeaseState
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -46,6 +51,7 @@ from youyou.domain.events import (
     ToolApprovalRequested,
     ToolCallEnd,
     TurnComplete,
+    TurnStarted,
 )
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
@@ -70,6 +76,7 @@ from youyou.workbench.schemas import ApprovalOut, PendingApprovalOut
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
+from youyou.workbench.usage import UsageBook
 from youyou.workbench.user_streams import UserStreams
 
 logger = logging.getLogger(__name__)
@@ -110,8 +117,10 @@ class SessionHub:
         close_timeout_s: float = 10.0,
         knowledge: KnowledgeBase | None = None,
         memories: MemoryStorage | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         self._agent = agent
+        self._usage = UsageBook(store, metrics, prices or {})
         self._memories = memories
         self._knowledge = knowledge
         self._mcp = mcp or McpToolbox(())
@@ -543,6 +552,7 @@ class SessionHub:
         started = time.perf_counter()
         first = True
         compacted = False
+        turn_seq = 0
         # The turn's last frame waits until the session is free again, so a client that
         # sends its next message the moment it reads the end of a turn is not refused.
         held: list[Frame] = []
@@ -565,7 +575,13 @@ class SessionHub:
                     self._metrics.compactions.labels(trigger="auto").inc()
                 if isinstance(payload, ErrorEvent) and payload.code == "PROVIDER_ERROR":
                     self._metrics.provider_errors.inc()
+                if isinstance(payload, TurnStarted):
+                    turn_seq = payload.user_message_seq
                 if isinstance(payload, TurnComplete):
+                    cost = await self._usage.record(
+                        chat, handle.model.model_id, turn_seq, payload.usage
+                    )
+                    data["usage"]["cost"] = cost
                     chat = await self._project_after_turn(chat, handle, payload.context, compacted)
                     data["memory"] = memory_out(chat).model_dump(mode="json", by_alias=True)
                     self._metrics.provider_latency.observe(time.perf_counter() - started)

@@ -74,6 +74,18 @@ class Metrics:
             buckets=_APPROVAL_WAIT_BUCKETS,
             registry=self.registry,
         )
+        self.tokens = Counter(
+            "youyou_tokens",
+            "Tokens of completed turns by direction (input, output) and model.",
+            ["direction", "model"],
+            registry=self.registry,
+        )
+        self.cost = Counter(
+            "youyou_cost",
+            "Cost of completed turns by model, for models with prices configured.",
+            ["model"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -160,6 +160,22 @@ class PendingApprovalOut(ApiModel):
     expires_at: datetime | None
 
 
+class UsageOut(ApiModel):
+    """Tokens of completed turns, and their cost when the models have prices configured
+    (``null`` when none of them was priced). ``modelId`` is null for a sum over models."""
+
+    model_id: str | None
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+
+class UserUsageOut(ApiModel):
+    total: UsageOut
+    by_model: list[UsageOut]
+
+
 class SessionOut(ApiModel):
     id: str
     title: str
@@ -171,6 +187,9 @@ class SessionOut(ApiModel):
     running: bool = False
     awaiting_approval: bool = False
     pending_approvals: list[PendingApprovalOut] = Field(default_factory=list)
+    usage: UsageOut | None = None
+    """What the session's turns used (cleared turns too): in ``GET /chat/sessions/{id}``
+    only, null in lists."""
 
 
 class SessionPage(ApiModel):
@@ -262,6 +281,8 @@ class MessageOut(ApiModel):
     tool_calls: list[ToolCallOut]
     created_at: datetime
     compacted: bool
+    usage: UsageOut | None = None
+    """On the answer that ended a completed turn: what the whole turn used."""
 
 
 class MemoryItemOut(ApiModel):

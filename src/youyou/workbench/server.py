@@ -67,6 +67,9 @@ class JsonFormatter(logging.Formatter):
             "request_id": getattr(record, "request_id", "-"),
             "message": record.getMessage(),
         }
+        trace_id = getattr(record, "trace_id", "-")
+        if trace_id != "-":  # the request's trace, when [telemetry] is on and it is sampled
+            entry["trace_id"] = trace_id
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:  # ``RedactSecrets`` leaves a redacted traceback here

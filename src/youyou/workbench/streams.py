@@ -76,6 +76,7 @@ _INTEGER = {"type": "integer"}
 _USAGE = _object(
     {"inputTokens": _INTEGER, "outputTokens": _INTEGER, "totalTokens": _INTEGER},
     reasoningTokens={"type": ["integer", "null"]},
+    cost={"type": ["number", "null"]},  # the turn's cost when its model has prices
 )
 # The JSON in ``data`` of each event, as ``frame_data`` (and the hub, for ``memory``) builds it.
 EVENT_DATA: dict[str, dict[str, Any]] = {

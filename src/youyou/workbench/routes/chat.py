@@ -35,6 +35,7 @@ from youyou.workbench.schemas import (
 from youyou.workbench.store import ChatSessionRecord, UserRecord
 from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import SSE_EVENT_SCHEMA, FrameSource
+from youyou.workbench.usage import usage_out
 
 router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
 
@@ -174,7 +175,9 @@ async def get_session(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[SessionOut]:
     chat = await owned(wb, user, session_id)
-    return Envelope(data=await one_session_out(wb, chat), request_id=rid)
+    usage = usage_out(await wb.store.session_usage(chat.id))
+    out = await one_session_out(wb, chat)
+    return Envelope(data=out.model_copy(update={"usage": usage}), request_id=rid)
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response)
@@ -190,7 +193,9 @@ async def get_messages(
     """The full history: compacted messages too (marked ``compacted``)."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
-    return Envelope(data=history(events), request_id=rid)
+    turns = await wb.store.session_turn_usage(chat.id)
+    usage = {seq: usage_out(record) for seq, record in turns.items()}
+    return Envelope(data=history(events, usage), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")

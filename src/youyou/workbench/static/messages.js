@@ -181,6 +181,13 @@ export class Answer {
     }
   }
 
+  /** What the turn used, as a dim line under the answer (the cost when the model is priced). */
+  usage({ inputTokens, outputTokens, cost }) {
+    const parts = [t("tokenUsage", { input: inputTokens, output: outputTokens })];
+    if (cost !== null && cost !== undefined) parts.push(t("tokenCost", { cost: cost.toFixed(6) }));
+    this.el.append(h("div", { class: "usage muted" }, parts.join(" · ")));
+  }
+
   incomplete() {
     if (this.el.classList.contains("incomplete")) return;
     this.el.classList.add("incomplete");
@@ -202,6 +209,7 @@ export function addStoredAssistant(answer, message, callsFirst) {
   for (const block of texts) answer.storedText(block.text);
   if (!callsFirst) for (const call of message.toolCalls) answer.storedCall(call);
   if (message.status === "incomplete") answer.incomplete();
+  if (message.usage) answer.usage(message.usage);
 }
 
 /** The summary that replaced the compacted messages, expandable, after the last of them. */

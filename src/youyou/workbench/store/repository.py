@@ -13,6 +13,7 @@ from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
+from youyou.workbench.store.usage import UsageQueries
 from youyou.workbench.store.users import UserTokenQueries
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -31,7 +32,12 @@ async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None
 
 
 class WorkbenchStore(
-    UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries, ApprovalQueries
+    UserTokenQueries,
+    AssetQueries,
+    ChatSessionQueries,
+    TurnFrameQueries,
+    ApprovalQueries,
+    UsageQueries,
 ):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 

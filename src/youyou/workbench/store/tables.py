@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -193,4 +194,24 @@ tool_approvals = Table(
     Column("settled", Boolean, nullable=False),  # the turn went past the call (or ended)
     PrimaryKeyConstraint("chat_session_id", "call_id", name="pk_wb_tool_approvals"),
     Index("ix_wb_tool_approvals_open", "settled", "chat_session_id"),
+)
+
+# The tokens (and the cost, when the model has prices) of every completed turn, one row each,
+# kept while the account exists: deleting or clearing a session keeps what it used
+# (``workbench/store/usage.py``).
+turn_usage = Table(
+    "wb_turn_usage",
+    metadata,
+    Column("id", String(64), nullable=False),
+    owner_column("wb_turn_usage"),
+    Column("chat_session_id", chat_session_id_type(), nullable=False),  # no FK: outlives it
+    Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
+    Column("model_id", String(255), nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cost", Float, nullable=True),  # None: the model has no prices configured
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_turn_usage"),
+    Index("ix_wb_turn_usage_owner", "owner_id", "created_at"),
+    Index("ix_wb_turn_usage_session", "chat_session_id", "turn_seq"),
 )
