@@ -17,6 +17,7 @@ from workbench_kit import T0, chat_record
 from youyou.adapters.storage.engine import alembic_config, create_engine, upgrade_database
 from youyou.adapters.storage.tables import VERSION_TABLE as KERNEL_VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.store import (
     ChatSessionRecord,
     OwnerAssets,
@@ -351,7 +352,7 @@ async def _all_pages(
 async def test_chat_sessions_are_created_read_updated_and_deleted(
     store: WorkbenchStore, alice: UserRecord, bob: UserRecord
 ) -> None:
-    record = _chat(alice, "First chat", T0)
+    record = _chat(alice, UNTITLED_SESSION, T0)
     await store.create_chat_session(record)
     assert await store.chat_session(record.id) == record  # not owner-scoped: the API decides
     projection = SessionProjection(
@@ -372,6 +373,13 @@ async def test_chat_sessions_are_created_read_updated_and_deleted(
     page, _ = await store.list_chat_sessions(alice.id, limit=5, cursor=None, query="renamed")
     assert page == [updated]  # the folded title follows the title
     assert not await store.update_chat_session("missing", projection)
+    assert await store.rename_chat_session(record.id, "Chosen 标题")
+    assert await store.update_chat_session(record.id, replace(projection, title="Derived"))
+    renamed = await store.chat_session(record.id)
+    assert renamed == replace(updated, title="Chosen 标题")  # the user's title is kept
+    page, _ = await store.list_chat_sessions(alice.id, limit=5, cursor=None, query="chosen")
+    assert page == [renamed]
+    assert not await store.rename_chat_session("missing", "x")
     assert await store.list_chat_sessions(bob.id, limit=5, cursor=None, query=None) == ([], None)
     assert await store.delete_chat_session(record.id)
     assert not await store.delete_chat_session(record.id)

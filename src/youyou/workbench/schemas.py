@@ -12,6 +12,7 @@ T = TypeVar("T")
 
 MAX_PROMPT_LABEL = 160
 MAX_PROMPT_CONTENT = 12_000
+MAX_SESSION_TITLE = 200
 MemoryModeName = Literal["every_30_turns", "context_70_percent", "manual"]
 
 
@@ -166,8 +167,19 @@ class SessionPage(ApiModel):
 
 
 class NewSessionBody(ApiModel):
-    title: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
+    title: (
+        Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_SESSION_TITLE)]
+        | None
+    ) = None
     model_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class RenameBody(ApiModel):
+    """Surrounding whitespace is dropped; what is left must not be empty."""
+
+    title: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SESSION_TITLE)
+    ]
 
 
 class MemoryModeBody(ApiModel):

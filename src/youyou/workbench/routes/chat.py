@@ -3,6 +3,7 @@ cancelling, and the session's memory mode and compaction."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
@@ -21,6 +22,7 @@ from youyou.workbench.schemas import (
     MemoryModeBody,
     MessageOut,
     NewSessionBody,
+    RenameBody,
     SendBody,
     SessionOut,
     SessionPage,
@@ -141,6 +143,18 @@ async def get_session(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[SessionOut]:
     return Envelope(data=session_out(wb, await owned(wb, user, session_id)), request_id=rid)
+
+
+@router.patch("/{session_id}")
+async def rename_session(
+    session_id: str, body: RenameBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """The title the user chose, kept from then on (a turn never replaces it); the session
+    keeps its place in the list."""
+    chat = await owned(wb, user, session_id)
+    if not await wb.store.rename_chat_session(chat.id, body.title):
+        raise ApiError(ApiCode.NOT_FOUND)
+    return Envelope(data=session_out(wb, replace(chat, title=body.title)), request_id=rid)
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response)

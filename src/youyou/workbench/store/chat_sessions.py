@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, tuple_, update
 
 from youyou.adapters.storage.catalog import (
     SortKey,
@@ -19,6 +19,7 @@ from youyou.adapters.storage.catalog import (
     prefix_upper_bound,
 )
 from youyou.domain.errors import AgentError
+from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.store.base import StoreBase, columns_of
 from youyou.workbench.store.records import ChatSessionRecord, SessionProjection
 from youyou.workbench.store.tables import chat_sessions
@@ -77,11 +78,25 @@ class ChatSessionQueries(StoreBase):
         return page, encode_cursor(SortKey(page[-1].updated_at, page[-1].id)) if more else None
 
     async def update_chat_session(self, session_id: str, projection: SessionProjection) -> bool:
-        """Replace the projection; False if there is no such session."""
-        stmt = (
-            update(chat_sessions).where(chat_sessions.c.id == session_id).values(_row(projection))
-        )
+        """Replace the projection; False if there is no such session. The projection's title
+        replaces only the untitled placeholder, so a rename made while a turn ran is kept."""
+        row = _row(projection)
+        untitled = chat_sessions.c.title == UNTITLED_SESSION
+        for column in ("title", "title_folded"):
+            row[column] = case((untitled, row[column]), else_=chat_sessions.c[column])
+        stmt = update(chat_sessions).where(chat_sessions.c.id == session_id).values(row)
         async with self._transaction("updating a chat session", write=True) as conn:
+            return bool((await conn.execute(stmt)).rowcount)
+
+    async def rename_chat_session(self, session_id: str, title: str) -> bool:
+        """The title the user chose; False if there is no such session. The order of the
+        list (``updated_at``) stays: renaming is not activity."""
+        stmt = (
+            update(chat_sessions)
+            .where(chat_sessions.c.id == session_id)
+            .values(title=title, title_folded=fold(title))
+        )
+        async with self._transaction("renaming a chat session", write=True) as conn:
             return bool((await conn.execute(stmt)).rowcount)
 
     async def delete_chat_session(self, session_id: str) -> bool:
