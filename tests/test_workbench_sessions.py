@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fakes.openai_server import OpenAIStream
-from server_kit import StreamingSend, Workbench
+from server_kit import Api, StreamingSend, Workbench
 
 StartWorkbench = Callable[..., Workbench]
 
@@ -88,3 +88,60 @@ def test_rename_and_delete_of_another_users_or_an_unknown_session_are_refused(
         "NOT_FOUND"
     )
     assert owner.data("GET", "/chat/sessions")["items"] == []
+
+
+def test_ui_settings_serve_the_configured_values_without_a_token(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(
+        extra=(
+            '[compaction]\nmode = "context_70_percent"\nevery_n_turns = 12\n'
+            "context_percent = 0.6\nhard_limit = 0.9\n\n"
+            "[server]\nmax_body_bytes = 2000000\nmax_message_chars = 5000\n"
+            'registration = "closed"\n'
+        )
+    )
+    settings = Api(wb.url).data("GET", "/ui/settings")
+    assert settings["registration"] is False
+    assert settings["memory"] == {
+        "defaultMode": "context_70_percent",
+        "modes": ["every_30_turns", "context_70_percent", "manual"],
+        "everyNTurns": 12,
+        "contextPercent": 60.0,
+        "hardLimitPercent": 90.0,
+    }
+    assert settings["password"] == {
+        "minLength": 8,
+        "maxLength": 256,
+        "rejectsCommon": True,
+        "usernameAroundChars": 4,
+    }
+    lengths, uploads = settings["lengths"], settings["uploads"]
+    assert (lengths["promptLabelMaxChars"], lengths["sessionTitleMaxChars"]) == (160, 200)
+    assert lengths["promptContentMaxChars"] == 12_000
+    assert (uploads["maxBodyBytes"], uploads["maxMessageChars"]) == (2_000_000, 5000)
+    assert uploads["maxOtherBodyBytes"] == 1024 * 1024
+    assert uploads["skillMaxBytes"] == 65_536
+
+
+def test_ui_settings_limits_are_the_ones_the_server_enforces(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench(extra="[server]\nmax_message_chars = 300\n")
+    settings = Api(wb.url).data("GET", "/ui/settings")
+    api = wb.user("uma")
+    limit = settings["lengths"]["promptLabelMaxChars"]
+    too_long = {"label": "x" * (limit + 1), "content": "c"}
+    api.error("POST", "/chat/prompts", 400, json=too_long)
+    api.data("POST", "/chat/prompts", 201, json={"label": "x" * limit, "content": "c"})
+    sid = api.new_session()["id"]
+    chars = settings["uploads"]["maxMessageChars"]
+    error = api.error(
+        "POST", f"/chat/sessions/{sid}/messages", 413, json={"content": "y" * (chars + 1)}
+    )
+    assert error["code"] == "PAYLOAD_TOO_LARGE"
+    short = "z" * (settings["password"]["minLength"] - 1)
+    refused = Api(wb.url).error(
+        "POST", "/auth/register", 400, json={"username": "vic", "password": short}
+    )
+    assert "password" in refused["message"]

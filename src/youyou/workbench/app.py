@@ -26,7 +26,7 @@ from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, knowledge, ops
+from youyou.workbench.routes import assets, auth, chat, knowledge, ops, ui_settings
 from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -134,7 +134,14 @@ def create_app(
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
     )
-    routers = (auth.router, assets.router, knowledge.router, chat.router, ops.router)
+    routers = (
+        auth.router,
+        assets.router,
+        knowledge.router,
+        chat.router,
+        ops.router,
+        ui_settings.router,
+    )
     for router in routers:
         app.include_router(router)
     describe_real_responses(app)

@@ -13,6 +13,10 @@ T = TypeVar("T")
 MAX_PROMPT_LABEL = 160
 MAX_PROMPT_CONTENT = 12_000
 MAX_SESSION_TITLE = 200
+MAX_MESSAGE_BLOCKS = 50
+MIN_PASSWORD = 8
+MAX_PASSWORD = 256
+MAX_USERNAME = 64
 MemoryModeName = Literal["every_30_turns", "context_70_percent", "manual"]
 
 
@@ -39,10 +43,9 @@ class ErrorEnvelope(ApiModel):
 
 # -- auth --------------------------------------------------------------------------------------
 
-Username = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
-]
-Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+USERNAME_PATTERN = rf"^[A-Za-z0-9_.@-]{{1,{MAX_USERNAME}}}$"
+Username = Annotated[str, StringConstraints(strip_whitespace=True, pattern=USERNAME_PATTERN)]
+Password = Annotated[str, StringConstraints(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD)]
 
 
 class Credentials(ApiModel):
@@ -53,12 +56,12 @@ class Credentials(ApiModel):
 class LoginBody(ApiModel):
     """Login checks the stored hash only: length rules apply at registration."""
 
-    username: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    username: Annotated[str, StringConstraints(min_length=1, max_length=MAX_USERNAME)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
 
 
 class PasswordChange(ApiModel):
-    current_password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
     new_password: Password
 
 
@@ -210,7 +213,7 @@ BlockIn = Annotated[TextBlockIn | ImageBlockIn | FileBlockIn, Field(discriminato
 class SendBody(ApiModel):
     content: (
         Annotated[str, StringConstraints(min_length=1)]
-        | Annotated[list[BlockIn], Field(min_length=1, max_length=50)]
+        | Annotated[list[BlockIn], Field(min_length=1, max_length=MAX_MESSAGE_BLOCKS)]
     )
 
 
