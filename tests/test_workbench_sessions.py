@@ -145,3 +145,34 @@ def test_ui_settings_limits_are_the_ones_the_server_enforces(
         "POST", "/auth/register", 400, json={"username": "vic", "password": short}
     )
     assert "password" in refused["message"]
+
+
+def test_since_picks_up_sessions_created_or_used_elsewhere(
+    start_workbench: StartWorkbench,
+) -> None:
+    wb = start_workbench()
+    here = wb.user("sina")
+    elsewhere = Api(str(here.http.base_url), here.token)  # a second tab of the same user
+    first = here.new_session(title="first")
+    watermark = first["updatedAt"]
+    assert [
+        s["id"] for s in here.data("GET", "/chat/sessions", params={"since": watermark})["items"]
+    ] == [first["id"]]  # inclusive: a client drops what it has by id
+    created = elsewhere.new_session(title="made in another tab")["id"]
+    picked = here.data("GET", "/chat/sessions", params={"since": watermark})["items"]
+    assert [s["id"] for s in picked] == [created, first["id"]]
+    newest = picked[0]["updatedAt"]
+    assert [
+        s["id"] for s in here.data("GET", "/chat/sessions", params={"since": newest})["items"]
+    ] == [created]
+    elsewhere.send(first["id"], "still there?")
+    again = here.data("GET", "/chat/sessions", params={"since": newest})["items"]
+    assert again[0]["id"] == first["id"] and again[0]["messageCount"] == 2
+    naive = newest.replace("Z", "").split("+")[0]  # no zone: read as UTC
+    assert first["id"] in [
+        s["id"] for s in here.data("GET", "/chat/sessions", params={"since": naive})["items"]
+    ]
+    other = wb.user("tess")
+    assert other.data("GET", "/chat/sessions", params={"since": watermark})["items"] == []
+    bad = here.error("GET", "/chat/sessions", 400, params={"since": "yesterday"})
+    assert bad["code"] == "VALIDATION_INVALID_ARGUMENT" and "since" in bad["message"]

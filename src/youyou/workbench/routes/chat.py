@@ -4,6 +4,7 @@ cancelling, and the session's memory mode and compaction."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
@@ -126,11 +127,20 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     q: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[datetime | None, Query()] = None,
 ) -> Envelope[SessionPage]:
-    """Newest first; ``q`` matches an id prefix or a title containing it."""
+    """Newest first; ``q`` matches an id prefix or a title containing it; ``since`` (ISO 8601,
+    UTC when it names no zone) keeps the sessions created or active at or after it: a client
+    passes the newest ``updatedAt`` it has to pick up sessions created or used elsewhere."""
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
     try:
         items, next_cursor = await wb.store.list_chat_sessions(
-            user.id, limit=limit, cursor=cursor or None, query=(q or "").strip() or None
+            user.id,
+            limit=limit,
+            cursor=cursor or None,
+            query=(q or "").strip() or None,
+            since=since,
         )
     except ValueError:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "cursor") from None

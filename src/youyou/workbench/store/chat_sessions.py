@@ -7,6 +7,7 @@ keyset cursor, so a page never repeats or skips a session while others are being
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, tuple_, update
@@ -45,12 +46,19 @@ class ChatSessionQueries(StoreBase):
         return None if row is None else ChatSessionRecord(*row)
 
     async def list_chat_sessions(
-        self, owner_id: str, *, limit: int, cursor: str | None, query: str | None
+        self,
+        owner_id: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        query: str | None,
+        since: datetime | None = None,
     ) -> tuple[list[ChatSessionRecord], str | None]:
         """One page and the cursor of the next (None on the last page).
 
         ``query`` keeps sessions whose id starts with it (exactly) or whose title contains it
-        (case-insensitively). Raises ValueError for a limit below 1 or a malformed cursor.
+        (case-insensitively); ``since`` those created or active at or after that moment.
+        Raises ValueError for a limit below 1 or a malformed cursor.
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
@@ -64,6 +72,8 @@ class ChatSessionQueries(StoreBase):
             after = _decode(cursor)
             key = tuple_(chat_sessions.c.updated_at, chat_sessions.c.id)
             stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
+        if since is not None:
+            stmt = stmt.where(chat_sessions.c.updated_at >= since)
         if query:
             stmt = stmt.where(
                 or_(
