@@ -177,10 +177,12 @@ async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Re
 async def get_messages(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[list[MessageOut]]:
-    """The full history: compacted messages too (marked ``compacted``)."""
+    """The full history: compacted messages too (marked ``compacted``), each with its time
+    (``createdAt``) and its tool calls' ``durationMs``."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
-    return Envelope(data=history(events), request_id=rid)
+    durations = await wb.store.tool_durations(chat.id)
+    return Envelope(data=history(events, durations), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")
