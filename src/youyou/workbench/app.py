@@ -26,7 +26,15 @@ from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, knowledge, ops, ui_settings
+from youyou.workbench.routes import (
+    assets,
+    auth,
+    chat,
+    knowledge,
+    ops,
+    session_search,
+    ui_settings,
+)
 from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -138,6 +146,7 @@ def create_app(
         auth.router,
         assets.router,
         knowledge.router,
+        session_search.router,  # before chat's /chat/sessions/{session_id}
         chat.router,
         ops.router,
         ui_settings.router,
