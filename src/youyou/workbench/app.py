@@ -32,6 +32,7 @@ from youyou.workbench.routes import (
     chat,
     knowledge,
     ops,
+    session_export,
     session_search,
     ui_settings,
 )
@@ -148,6 +149,7 @@ def create_app(
         knowledge.router,
         session_search.router,  # before chat's /chat/sessions/{session_id}
         chat.router,
+        session_export.router,
         ops.router,
         ui_settings.router,
     )

@@ -99,9 +99,13 @@ class _Message:
 
 
 def history(
-    events: Sequence[LedgerEvent], durations: Mapping[tuple[int, str], int] | None = None
+    events: Sequence[LedgerEvent],
+    durations: Mapping[tuple[int, str], int] | None = None,
+    *,
+    full_output: bool = False,
 ) -> list[MessageOut]:
-    """``durations``: ``(seq of the turn's user message, call id) → ms``."""
+    """``durations``: ``(seq of the turn's user message, call id) → ms``. A tool's output is
+    what its card shows (``load_skill``: the first line), or all of it with ``full_output``."""
     durations = durations or {}
     turn_seq = 0
     messages: list[_Message] = []
@@ -142,7 +146,7 @@ def history(
             output = payload.result.output
             shown = (output.metadata or {}).get(DISPLAY_KEY)
             found = calls[payload.result.call_id]
-            found.output = shown if isinstance(shown, str) else output.content
+            found.output = shown if isinstance(shown, str) and not full_output else output.content
             found.is_error = output.is_error
     if pending:
         messages.append(_Message(events[-1], "assistant", [], "incomplete", pending))
