@@ -51,6 +51,7 @@ from youyou.workbench.errors import (
     ApiCode,
     ApiError,
     Language,
+    Localized,
     agent_call,
     busy_elsewhere,
     check_user_limit,
@@ -176,7 +177,10 @@ class SessionHub:
         self._require_accepting()
         stored = await self._store.count_chat_sessions(owner_id)
         check_user_limit(
-            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
+            stored,
+            self._limits.user_stored_sessions,
+            Localized("sessions", "会话"),
+            "user_stored_sessions",
         )
         config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
         handle = await self._sessions.opening(lambda: self._agent.new_session(config))
@@ -210,7 +214,7 @@ class SessionHub:
         self,
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
-        language: Language = "zh-CN",
+        language: Language = "en",
         username: str | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
@@ -230,6 +234,7 @@ class SessionHub:
                     chat.owner_id,
                     tool_use=tool_use,
                     tools=await self._tools(chat.owner_id, username) if tool_use else (),
+                    language=language,
                 )
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
@@ -258,7 +263,9 @@ class SessionHub:
     def _check_running_turns(self, owner_id: str) -> None:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
         limit = self._limits.user_running_turns
-        check_user_limit(running, limit, "turns running", "user_running_turns")
+        check_user_limit(
+            running, limit, Localized("turns running", "正在运行的回合"), "user_running_turns"
+        )
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
+from youyou.workbench.errors import ApiCode, ApiError, Localized, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
@@ -99,7 +99,10 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
     if chars > limit:
         raise ApiError(
             ApiCode.PAYLOAD_TOO_LARGE,
-            f"a message holds at most {limit} characters of text; this one has {chars}",
+            Localized(
+                f"a message holds at most {limit} characters of text; this one has {chars}",
+                f"一条消息最多 {limit} 个字符的文本，这条有 {chars} 个",
+            ),
         )
 
 
