@@ -3,7 +3,8 @@
 Tool calls and their results hang on the assistant message of the same turn that asked for
 them (the one just before the calls, else the answer after them); a batch cut off before any
 assistant text gets an empty incomplete assistant message to hang on. A call that asked for
-approval carries who decided what, when and why (the audit of approvals).
+approval carries who decided what, when and why (the audit of approvals). A call's duration
+comes from the workbench's own record (``durations``, by turn and call id): the ledger has none.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class _Call:
     arguments: dict[str, Any]
     output: str | None = None
     is_error: bool | None = None
+    duration_ms: int | None = None
     requested: PendingApproval | None = None
     decided: ApprovalDecision | None = None
 
@@ -110,6 +112,7 @@ class _Message:
                     output=c.output,
                     is_error=c.is_error,
                     approval=c.approval(),
+                    duration_ms=c.duration_ms,
                 )
                 for c in self.calls
             ],
@@ -119,9 +122,17 @@ class _Message:
 
 
 def history(
-    events: Sequence[LedgerEvent], usage: Mapping[int, UsageOut] | None = None
+    events: Sequence[LedgerEvent],
+    durations: Mapping[tuple[int, str], int] | None = None,
+    *,
+    usage: Mapping[int, UsageOut] | None = None,
+    full_output: bool = False,
 ) -> list[MessageOut]:
-    """``usage`` (by the seq of a turn's user message) goes on the turn's last answer."""
+    """``durations``: ``(seq of the turn's user message, call id) → ms``; ``usage`` (by the seq
+    of a turn's user message) goes on the turn's last answer. A tool's output is what its card
+    shows (``load_skill``: the first line), or all of it with ``full_output``."""
+    durations = durations or {}
+    turn_seq = 0
     messages: list[_Message] = []
     calls: dict[str, _Call] = {}
     pending: list[_Call] = []  # calls of this turn not yet on a message
@@ -134,6 +145,7 @@ def history(
             pending = []
         if isinstance(payload, UserMessage):
             holder = None
+            turn_seq = event.seq
             messages.append(_Message(event, "user", [block_payload(b) for b in payload.content]))
         elif isinstance(payload, AssistantMessage):
             content = [block_payload(b) for b in payload.content]
@@ -146,8 +158,12 @@ def history(
         elif isinstance(payload, SystemMessage):
             messages.append(_Message(event, "system", [{"type": "text", "text": payload.content}]))
         elif isinstance(payload, ToolCall):
+            call_id = payload.call.call_id
             call = _Call(
-                payload.call.call_id, payload.call.tool_name, payload.call.effective_arguments
+                call_id,
+                payload.call.tool_name,
+                payload.call.effective_arguments,
+                duration_ms=durations.get((turn_seq, call_id)),
             )
             calls[call.call_id] = call
             (holder.calls if holder is not None else pending).append(call)
@@ -163,7 +179,7 @@ def history(
             output = payload.result.output
             shown = (output.metadata or {}).get(DISPLAY_KEY)
             found = calls[payload.result.call_id]
-            found.output = shown if isinstance(shown, str) else output.content
+            found.output = shown if isinstance(shown, str) and not full_output else output.content
             found.is_error = output.is_error
     if pending:
         messages.append(_Message(events[-1], "assistant", [], "incomplete", pending))

@@ -64,10 +64,12 @@ from youyou.workbench.errors import (
     ApiCode,
     ApiError,
     Language,
+    Localized,
     agent_call,
     busy_elsewhere,
     check_user_limit,
 )
+from youyou.workbench.message_index import TurnRecorder
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
@@ -130,6 +132,7 @@ class SessionHub:
         # The tag tells apart two lives of one pid (a restart that got the same number).
         holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
         self._lease = LeaseTaker(storage.leases(), holder, settings.lease_ttl_s)
+        self.recorder = TurnRecorder(store, storage)
         self._sessions = OpenSessions(
             agent,
             storage,
@@ -156,6 +159,7 @@ class SessionHub:
             loop.create_task(self._keep_leases()),
             loop.create_task(self._apply_decisions()),
             loop.create_task(self._resume_stopped_turns()),
+            loop.create_task(self.recorder.index_backlog()),
         ]
 
     def begin_shutdown(self) -> None:
@@ -199,7 +203,10 @@ class SessionHub:
         self._require_accepting()
         stored = await self._store.count_chat_sessions(owner_id)
         check_user_limit(
-            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
+            stored,
+            self._limits.user_stored_sessions,
+            Localized("sessions", "会话"),
+            "user_stored_sessions",
         )
         config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
         handle = await self._sessions.opening(lambda: self._agent.new_session(config))
@@ -233,7 +240,7 @@ class SessionHub:
         self,
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
-        language: Language = "zh-CN",
+        language: Language = "en",
         username: str | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
@@ -250,7 +257,7 @@ class SessionHub:
                 if handle.pending_approvals() or handle.can_continue_turn:
                     # a turn stopped by a process that died waits for a decision or goes on
                     raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
-                options = await self._options(chat.owner_id, username, handle)
+                options = await self._options(chat.owner_id, username, handle, language)
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
                 )
@@ -277,7 +284,7 @@ class SessionHub:
         return stream
 
     async def _options(
-        self, owner_id: str, username: str | None, handle: SessionHandle
+        self, owner_id: str, username: str | None, handle: SessionHandle, language: Language
     ) -> TurnOptions:
         tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
         return await turn_options(
@@ -285,6 +292,7 @@ class SessionHub:
             owner_id,
             tool_use=tool_use,
             tools=await self._tools(owner_id, username) if tool_use else (),
+            language=language,
         )
 
     async def _tools(self, owner_id: str, username: str | None) -> tuple[ToolHandler, ...]:
@@ -297,7 +305,9 @@ class SessionHub:
     def _check_running_turns(self, owner_id: str) -> None:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
         limit = self._limits.user_running_turns
-        check_user_limit(running, limit, "turns running", "user_running_turns")
+        check_user_limit(
+            running, limit, Localized("turns running", "正在运行的回合"), "user_running_turns"
+        )
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -392,7 +402,7 @@ class SessionHub:
                     return
                 owner = await self._store.user(chat.owner_id)
                 options = await self._options(
-                    chat.owner_id, owner.username if owner else None, handle
+                    chat.owner_id, owner.username if owner else None, handle, language
                 )
                 turn = await agent_call(handle.continue_turn(options=options))
                 logger.info("session %s: going on with its stopped turn", chat.id)
@@ -487,6 +497,7 @@ class SessionHub:
         async with self._writing(chat) as old:
             await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
+            await self._store.forget_turn_records(chat.id)
             config = SessionConfig(
                 model_id=old.config.pinned.model_id,
                 memory_namespace=old.config.pinned.memory_namespace,
@@ -552,15 +563,18 @@ class SessionHub:
         started = time.perf_counter()
         first = True
         compacted = False
-        turn_seq = 0
+        turn_seq = 0  # the ledger seq of the turn's user message, once it started
         # The turn's last frame waits until the session is free again, so a client that
         # sends its next message the moment it reads the end of a turn is not refused.
         held: list[Frame] = []
+        durations: dict[str, int] = {}  # of the turn's tool calls, stored at its end
         try:
             async for event in turn.events:
                 if isinstance(event.payload, ModelWaiting):
                     stream.note(waiting_note(event.payload))
                     continue
+                if isinstance(event.payload, ToolCallEnd):
+                    durations[event.payload.call_id] = event.payload.duration_ms
                 data = frame_data(event, language, handle.model.model_id)
                 if data is None:
                     continue
@@ -587,6 +601,8 @@ class SessionHub:
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
                     chat = await self._project_after_turn(chat, handle, None, compacted)
+                if payload.type in ("turn_complete", "turn_cancelled", "error"):
+                    await self.recorder.record(chat, turn_seq, durations)
                 frame = Frame(event.sequence, payload.type, data)
                 if held or payload.type in ("turn_complete", "turn_cancelled", "error"):
                     held.append(frame)

@@ -12,6 +12,11 @@ T = TypeVar("T")
 
 MAX_PROMPT_LABEL = 160
 MAX_PROMPT_CONTENT = 12_000
+MAX_SESSION_TITLE = 200
+MAX_MESSAGE_BLOCKS = 50
+MIN_PASSWORD = 8
+MAX_PASSWORD = 256
+MAX_USERNAME = 64
 MemoryModeName = Literal["every_30_turns", "context_70_percent", "manual"]
 
 
@@ -38,10 +43,9 @@ class ErrorEnvelope(ApiModel):
 
 # -- auth --------------------------------------------------------------------------------------
 
-Username = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
-]
-Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+USERNAME_PATTERN = rf"^[A-Za-z0-9_.@-]{{1,{MAX_USERNAME}}}$"
+Username = Annotated[str, StringConstraints(strip_whitespace=True, pattern=USERNAME_PATTERN)]
+Password = Annotated[str, StringConstraints(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD)]
 
 
 class Credentials(ApiModel):
@@ -52,12 +56,12 @@ class Credentials(ApiModel):
 class LoginBody(ApiModel):
     """Login checks the stored hash only: length rules apply at registration."""
 
-    username: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    username: Annotated[str, StringConstraints(min_length=1, max_length=MAX_USERNAME)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
 
 
 class PasswordChange(ApiModel):
-    current_password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
     new_password: Password
 
 
@@ -198,8 +202,19 @@ class SessionPage(ApiModel):
 
 
 class NewSessionBody(ApiModel):
-    title: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
+    title: (
+        Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_SESSION_TITLE)]
+        | None
+    ) = None
     model_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class RenameBody(ApiModel):
+    """Surrounding whitespace is dropped; what is left must not be empty."""
+
+    title: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SESSION_TITLE)
+    ]
 
 
 class MemoryModeBody(ApiModel):
@@ -230,7 +245,7 @@ BlockIn = Annotated[TextBlockIn | ImageBlockIn | FileBlockIn, Field(discriminato
 class SendBody(ApiModel):
     content: (
         Annotated[str, StringConstraints(min_length=1)]
-        | Annotated[list[BlockIn], Field(min_length=1, max_length=50)]
+        | Annotated[list[BlockIn], Field(min_length=1, max_length=MAX_MESSAGE_BLOCKS)]
     )
 
 
@@ -270,6 +285,8 @@ class ToolCallOut(ApiModel):
     output: str | None
     is_error: bool | None
     approval: CallApprovalOut | None = None
+    duration_ms: int | None = None
+    """How long the call ran; None for calls recorded before durations were kept."""
 
 
 class MessageOut(ApiModel):

@@ -3,6 +3,7 @@ cancelling, and the session's memory mode and compaction."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
+from youyou.workbench.errors import ApiCode, ApiError, Localized, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
@@ -27,6 +28,7 @@ from youyou.workbench.schemas import (
     MessageOut,
     NewSessionBody,
     PendingApprovalOut,
+    RenameBody,
     SendBody,
     SessionOut,
     SessionPage,
@@ -130,7 +132,10 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
     if chars > limit:
         raise ApiError(
             ApiCode.PAYLOAD_TOO_LARGE,
-            f"a message holds at most {limit} characters of text; this one has {chars}",
+            Localized(
+                f"a message holds at most {limit} characters of text; this one has {chars}",
+                f"一条消息最多 {limit} 个字符的文本，这条有 {chars} 个",
+            ),
         )
 
 
@@ -158,11 +163,20 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     q: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[datetime | None, Query()] = None,
 ) -> Envelope[SessionPage]:
-    """Newest first; ``q`` matches an id prefix or a title containing it."""
+    """Newest first; ``q`` matches an id prefix or a title containing it; ``since`` (ISO 8601,
+    UTC when it names no zone) keeps the sessions created or active at or after it: a client
+    passes the newest ``updatedAt`` it has to pick up sessions created or used elsewhere."""
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
     try:
         items, next_cursor = await wb.store.list_chat_sessions(
-            user.id, limit=limit, cursor=cursor or None, query=(q or "").strip() or None
+            user.id,
+            limit=limit,
+            cursor=cursor or None,
+            query=(q or "").strip() or None,
+            since=since,
         )
     except ValueError:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "cursor") from None
@@ -180,6 +194,18 @@ async def get_session(
     return Envelope(data=out.model_copy(update={"usage": usage}), request_id=rid)
 
 
+@router.patch("/{session_id}")
+async def rename_session(
+    session_id: str, body: RenameBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """The title the user chose, kept from then on (a turn never replaces it); the session
+    keeps its place in the list."""
+    chat = await owned(wb, user, session_id)
+    if not await wb.store.rename_chat_session(chat.id, body.title):
+        raise ApiError(ApiCode.NOT_FOUND)
+    return Envelope(data=session_out(wb, replace(chat, title=body.title)), request_id=rid)
+
+
 @router.delete("/{session_id}", status_code=204, response_class=Response)
 async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Response:
     await wb.hub.delete(await owned(wb, user, session_id))
@@ -190,12 +216,14 @@ async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Re
 async def get_messages(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[list[MessageOut]]:
-    """The full history: compacted messages too (marked ``compacted``)."""
+    """The full history: compacted messages too (marked ``compacted``), each with its time
+    (``createdAt``) and its tool calls' ``durationMs``."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
     turns = await wb.store.session_turn_usage(chat.id)
     usage = {seq: usage_out(record) for seq, record in turns.items()}
-    return Envelope(data=history(events, usage), request_id=rid)
+    durations = await wb.store.tool_durations(chat.id)
+    return Envelope(data=history(events, durations, usage=usage), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")

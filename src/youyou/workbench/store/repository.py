@@ -11,8 +11,10 @@ from youyou.adapters.storage.engine import create_engine, migrate
 from youyou.workbench.store.approvals import ApprovalQueries
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
+from youyou.workbench.store.message_texts import MessageTextQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
+from youyou.workbench.store.turn_records import TurnRecordQueries
 from youyou.workbench.store.usage import UsageQueries
 from youyou.workbench.store.users import UserTokenQueries
 
@@ -38,6 +40,8 @@ class WorkbenchStore(
     TurnFrameQueries,
     ApprovalQueries,
     UsageQueries,
+    MessageTextQueries,
+    TurnRecordQueries,
 ):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
