@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from youyou.application.approval_gate import ApprovalGate, settle
+from youyou.application.approval_gate import ApprovalGate
 from youyou.application.plugin_manager import PluginManager
 from youyou.domain.approvals import (
     META_APPROVAL_DECIDED,
@@ -390,22 +390,20 @@ class ToolDispatcher:
         assert gate is not None
         wait = gate.waits.get(call.resolved.call_id)
         assert wait is not None
-        if ctx.cancel.is_cancelled:
-            settle(wait, None)
         decision = await gate.wait(wait, ctx.cancel)
         if decision is None:
             wait.recorded.set_result(None)
             call.output = None if ctx.stopping() else CANCELLED_OUTPUT
             return
         try:
-            await self.record_decision(ctx, decision)
+            await self._record_decision(ctx, decision)
         except BaseException as exc:
             wait.recorded.set_exception(exc)
             raise
         wait.recorded.set_result(None)
         await self._apply(ctx, call, decision)
 
-    async def record_decision(self, ctx: BatchContext, decision: ApprovalDecision) -> None:
+    async def _record_decision(self, ctx: BatchContext, decision: ApprovalDecision) -> None:
         """Ledger first, then the event; a remembered approval covers the tool from now on."""
         await ctx.record(metadata_event(META_APPROVAL_DECIDED, decision))
         if ctx.gate is not None and decision.decision == "approve" and decision.remember:
@@ -429,18 +427,16 @@ class ToolDispatcher:
             if decision is None:
                 assert gate is not None
                 decision = gate.timed_out(item.request)
-                await self.record_decision(ctx, decision)
-            descriptor = ctx.tools.get(record.tool_name)
+                await self._record_decision(ctx, decision)
+            handler = ctx.tools.get(record.tool_name)
+            descriptor = handler.descriptor if handler is not None else None
             call = _Call(
                 ResolvedToolCall(
                     **record.model_dump(),
-                    mutating=descriptor.descriptor.mutating if descriptor else False,
+                    mutating=descriptor.mutating if descriptor is not None else False,
                 ),
-                preset=_refusal(
-                    record.tool_name,
-                    descriptor.descriptor if descriptor else None,
-                    record.effective_arguments,
-                ),
+                # The tool may be gone since (an MCP server no longer offered): an error result.
+                preset=_refusal(record.tool_name, descriptor, record.effective_arguments),
             )
             await self._apply(ctx, call, decision)
             verdict = await self._commit(ctx, call)
