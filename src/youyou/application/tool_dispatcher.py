@@ -352,12 +352,12 @@ class ToolDispatcher:
         assert gate is not None
         for call in calls:
             await self._start(ctx, call)
-        for call in calls:
-            if call.approval is not None:
-                await self._ask(ctx, gate, call, call.approval)
         free = [c for c in calls if c.approval is None and not c.resolved.mutating]
         lane = [c for c in calls if c.approval is not None or c.resolved.mutating]
         try:
+            for call in lane:
+                if call.approval is not None:
+                    await self._ask(ctx, gate, call, call.approval)
             results = await asyncio.gather(
                 self._run_concurrent(ctx, free, started=True),
                 self._run_serial(ctx, lane, started=True),
@@ -377,8 +377,8 @@ class ToolDispatcher:
         r = call.resolved
         handler = ctx.tools[r.tool_name]
         request = gate.request(r.call_id, handler.descriptor, r.effective_arguments, reason)
+        gate.waits.open(request)  # first: a decision may come as soon as the request is read
         await ctx.record(metadata_event(META_APPROVAL_REQUESTED, request))
-        gate.waits.open(request)
         ctx.emit(ToolApprovalRequested(**request.model_dump()))
 
     async def _decide_and_execute(self, ctx: BatchContext, call: _Call) -> None:
