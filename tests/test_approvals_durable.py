@@ -1,5 +1,6 @@
 """Approvals survive the process: resume equals the live state, and a turn whose process was
-killed while a call waited goes on after the decision (real SQLite file, real child process)."""
+killed while a call waited goes on after the decision (a real SQLite file, and PostgreSQL for
+the approval after a kill; a real child process)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,9 @@ async def kill_while_waiting(url: str, timeout_s: float) -> str:
     return session_id
 
 
-async def test_a_turn_killed_while_waiting_goes_on_after_the_approval(sqlite_url: str) -> None:
-    session_id = await kill_while_waiting(sqlite_url, 900)
-    storage = await SqlSessionStorage.open(sqlite_url)
+async def test_a_turn_killed_while_waiting_goes_on_after_the_approval(db_url: str) -> None:
+    session_id = await kill_while_waiting(db_url, 900)
+    storage = await SqlSessionStorage.open(db_url)
     try:
         tool = CloseTicket()
         agent = await builder(storage, tool, 900).build()
