@@ -20,6 +20,7 @@ from youyou.domain.approvals import (
     approval_reason,
 )
 from youyou.domain.cancel import CancellationToken
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.hooks import AskApproval, SkipApproval
 from youyou.domain.tool import ToolDescriptor
 
@@ -55,7 +56,21 @@ class ApprovalWaits:
         return wait is not None and wait.settled.done()
 
     def close(self, call_id: str) -> None:
-        self._waits.pop(call_id, None)
+        """The call has its result, or its turn ended: a decision still waiting to be
+        recorded (the turn failed first) gets the error instead of waiting forever."""
+        wait = self._waits.pop(call_id, None)
+        if wait is None or wait.recorded.done():
+            return
+        if not wait.settled.done() or wait.settled.result() is None:
+            wait.recorded.cancel()  # nobody waits for it
+        else:
+            wait.recorded.set_exception(
+                AgentError(
+                    ErrorCode.APPROVAL_ALREADY_DECIDED,
+                    f"the turn of call {call_id} ended before the decision was recorded",
+                    source=ErrorSource.TOOL_DISPATCHER,
+                )
+            )
 
 
 def settle(wait: ApprovalWait, value: ApprovalDecision | None) -> bool:
