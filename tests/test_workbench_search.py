@@ -139,7 +139,9 @@ def test_sessions_from_before_the_index_are_indexed_at_start(
     assert [h["session"]["id"] for h in _search(again, "zookeeper")] == [sid]
 
 
-async def test_a_long_session_is_indexed_in_batches_once(store: WorkbenchStore) -> None:
+async def test_a_long_session_is_indexed_in_batches_once_and_deleted_with_it(
+    store: WorkbenchStore,
+) -> None:
     owner = await store.create_user("fay", "hash")
     other = await store.create_user("gil", "hash")
     chat = chat_record(owner.id, title="long")
@@ -155,6 +157,11 @@ async def test_a_long_session_is_indexed_in_batches_once(store: WorkbenchStore) 
     assert hit.message == texts[1233]
     assert await store.search_chat_sessions(other.id, "needle", limit=5, cursor=None) == ([], None)
     assert await store.unindexed_chat_sessions(10) == []
+    await store.save_tool_durations(chat.id, 1, {"call_1": 12})
+    assert await store.tool_durations(chat.id) == {(1, "call_1"): 12}
+    assert await store.delete_chat_session(chat.id)  # its rows go with it
+    assert await store.indexed_through(chat.id) == 0
+    assert await store.tool_durations(chat.id) == {}
 
 
 def test_a_snippet_marks_every_occurrence_even_where_folding_changes_lengths() -> None:
