@@ -126,3 +126,22 @@ def test_details_and_announced_waits_are_in_the_asked_language() -> None:
     # a wait the catalog's wording does not mention is left to the header
     down = ApiError(ApiCode.SERVICE_UNAVAILABLE, headers={"Retry-After": "1"})
     assert down.message("en") == "The database is not answering; try again shortly"
+
+
+def test_the_context_limit_refusal_says_its_numbers_once_in_either_language() -> None:
+    kernel = AgentError(
+        ErrorCode.CHAT_CONTEXT_LIMIT_REACHED,
+        "the request would use 4321 of 4000 tokens (limit 95%); compact or shorten the message",
+    )
+    error = from_agent_error(kernel)
+    assert error.message("en") == (
+        "The conversation has reached the context limit (4,321 of 4,000 tokens, 108 %; the "
+        "limit is 95 %); compact the session memory or shorten the message, then send again."
+    )
+    assert error.message("zh-CN") == (
+        "当前会话上下文已达到上限（4,321 / 4,000 个 token，108%；上限 95%），"
+        "请先压缩会话记忆或缩短消息后再发送。"
+    )
+    unknown = from_agent_error(AgentError(ErrorCode.CHAT_CONTEXT_LIMIT_REACHED, "too big"))
+    assert unknown.message("en").endswith("shorten the message, then send again.")
+    assert "too big" not in unknown.message("en")
