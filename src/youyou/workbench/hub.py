@@ -95,6 +95,7 @@ class _Running:
     approvals: TurnApprovals
     task: asyncio.Task[None] | None = None
     copying: bool = False  # its frames go to the database for a client of another process
+    parked: bool = False  # stopped by a shutdown while a call waits for a person
 
 
 class SessionHub:
@@ -150,16 +151,25 @@ class SessionHub:
         ]
 
     def begin_shutdown(self) -> None:
-        """Refuse new turns and cancel running ones; their partial answers are stored."""
+        """Refuse new turns and cancel running ones; their partial answers are stored. A turn
+        whose call waits for a person is not cancelled: ``shutdown`` closes its session, which
+        leaves the call waiting in the ledger for the process that gets its decision."""
         self._accepting = False
         for running in list(self._turns.values()):
-            running.turn.cancel()
+            if running.approvals.waiting:
+                running.parked = True
+            elif not running.parked:
+                running.turn.cancel()
 
     async def shutdown(self) -> None:
         """Cancel the turns, then close every open session, extracting long-term memories
         for at most ``close_timeout_s`` (all sessions together): a stop signal must not wait
         on a slow or hung model."""
         self.begin_shutdown()
+        parked = [running.handle for running in self._turns.values() if running.parked]
+        await asyncio.gather(
+            *(handle.close(extract_memories=False) for handle in parked), return_exceptions=True
+        )
         tasks = [running.task for running in self._turns.values() if running.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*self._copying, return_exceptions=True)
@@ -584,7 +594,8 @@ class SessionHub:
             logger.exception("streaming turn %s failed", turn.turn_id)
         finally:
             self._turns.pop(chat.id, None)
-            await self._approvals.turn_ended(chat.id, running.approvals)
+            if not running.parked:
+                await self._approvals.turn_ended(chat.id, running.approvals)
             self._metrics.active_streams.dec()
             with suppress(Exception):
                 await self._lease.release(chat.ledger_session_id)
