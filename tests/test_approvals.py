@@ -418,3 +418,22 @@ async def test_a_compaction_waits_for_the_decisions() -> None:
     assert busy.value.code is ErrorCode.TURN_BUSY
     await session.decide_approval("c1", "approve", decided_by="alice")
     assert await watch.done() is OutcomeStatus.COMPLETED
+
+
+async def test_only_before_tool_use_may_ask_or_skip() -> None:
+    plugin = ScriptedPlugin("p", replies={HookKind.TURN_START: SkipApproval()})
+    agent, _ = await build_agent(
+        [text("never sent")], configure=lambda builder: builder.register_plugin(plugin)
+    )
+    session = await agent.new_session()
+    turn = await session.send_message("hi")
+    outcome = await turn.join()
+    assert outcome.status is OutcomeStatus.FAILED
+    assert outcome.error is not None and outcome.error.code is ErrorCode.PLUGIN_ABORTED
+
+
+def test_the_timeout_is_never_negative() -> None:
+    with pytest.raises(AgentError) as bad:
+        AgentConfig(default_model="m1", approval_timeout_s=-1)
+    assert bad.value.code is ErrorCode.INVALID_CONFIG
+    assert AgentConfig(default_model="m1").approval_timeout_s == 900

@@ -1,5 +1,6 @@
 """Approvals survive the process: resume equals the live state, and a turn whose process was
-killed while a call waited goes on after the decision (real SQLite file, real child process)."""
+killed while a call waited goes on after the decision (a real SQLite file, and PostgreSQL for
+the approval after a kill; a real child process)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from approval_child import CALL_ID, CloseTicket, builder
+from crash_child import PassThroughStorage
 from kernel_kit import block_text
 from test_approvals import Watch
 from youyou import AgentError, ErrorCode, OutcomeStatus
@@ -20,7 +22,8 @@ from youyou.domain.approvals import (
     TIMEOUT_DECIDER,
     TIMEOUT_REASON,
 )
-from youyou.domain.ledger import AssistantMessage, Metadata, ToolResult
+from youyou.domain.ledger import AssistantMessage, LedgerEvent, Metadata, ToolResult
+from youyou.domain.session import SessionSummary
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_TIMEOUT_S = 60.0
@@ -59,9 +62,9 @@ async def kill_while_waiting(url: str, timeout_s: float) -> str:
     return session_id
 
 
-async def test_a_turn_killed_while_waiting_goes_on_after_the_approval(sqlite_url: str) -> None:
-    session_id = await kill_while_waiting(sqlite_url, 900)
-    storage = await SqlSessionStorage.open(sqlite_url)
+async def test_a_turn_killed_while_waiting_goes_on_after_the_approval(db_url: str) -> None:
+    session_id = await kill_while_waiting(db_url, 900)
+    storage = await SqlSessionStorage.open(db_url)
     try:
         tool = CloseTicket()
         agent = await builder(storage, tool, 900).build()
@@ -238,5 +241,42 @@ async def test_a_shutdown_or_close_leaves_the_call_waiting(sqlite_url: str, stop
         assert (first_tool.calls, second_tool.calls) == ([], [{"id": 42}])
         await second.shutdown()
         await first.shutdown()
+    finally:
+        await storage.close()
+
+
+class FailingDecisions(PassThroughStorage):
+    """Refuses to store approval decisions (a database that went read-only meanwhile)."""
+
+    async def append_event(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary
+    ) -> None:
+        payload = event.payload
+        if isinstance(payload, Metadata) and payload.key == META_APPROVAL_DECIDED:
+            raise OSError("attempt to write a readonly database")
+        await super().append_event(session_id, event, summary)
+
+
+async def test_a_decision_the_storage_refuses_fails_the_decider_and_the_turn(
+    sqlite_url: str,
+) -> None:
+    storage = await SqlSessionStorage.open(sqlite_url)
+    try:
+        tool = CloseTicket()
+        agent = await builder(FailingDecisions(storage), tool, 900).build()
+        session = await agent.new_session()
+        watch = Watch(await session.send_message("close ticket 42"))
+        await watch.until("tool_approval_requested")
+        with pytest.raises(AgentError) as failed:
+            await session.decide_approval(CALL_ID, "approve", decided_by="alice")
+        assert failed.value.code is ErrorCode.STORAGE_ERROR
+        assert await watch.done() is OutcomeStatus.FAILED
+        assert tool.calls == []
+        # Nothing was decided: a resume still asks.
+        again = await builder(storage, CloseTicket(), 900).build()
+        resumed = await again.resume_session(session.session_id)
+        assert [p.call_id for p in resumed.pending_approvals()] == [CALL_ID]
+        await again.shutdown()
+        await agent.shutdown()
     finally:
         await storage.close()

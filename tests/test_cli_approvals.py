@@ -7,6 +7,7 @@ import io
 import re
 import signal
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import pytest
 
 from cli_kit import COMMAND, PROMPT, TIMEOUT_S, Cli, quit_chat, screen
 from mcp_kit import DEMO
-from youyou.domain.approvals import META_APPROVAL_DECIDED
+from youyou.cli.approvals import Answer, parse, question
+from youyou.domain.approvals import META_APPROVAL_DECIDED, PendingApproval
 from youyou.domain.ledger import Metadata, ToolResult
 
 TOOLS = (
@@ -176,4 +178,44 @@ def test_a_chat_killed_at_the_question_asks_again_when_resumed(cli: Cli) -> None
     resumed.expect("noted after the restart")
     resumed.expect(PROMPT)
     quit_chat(resumed)
+    assert results(cli) == {"c1": "noted 42"}
+
+
+def test_the_question_and_the_replies() -> None:
+    request = PendingApproval(
+        call_id="c1",
+        tool_name="tickets__close_ticket",
+        arguments={"id": 42},
+        reason="r",
+        requested_at=datetime.now(UTC),
+    )
+    assert question(request) == (
+        'Allow tickets__close_ticket {"id": 42}? '
+        "[y]es / [n]o / [a]lways this session / [v]iew arguments "
+    )
+    assert parse(" Y ") == Answer("approve")
+    assert parse("no") == Answer("deny", reason="denied at the terminal")
+    assert parse("a") == Answer("approve", remember="session")
+    assert parse("v") == "view"
+    assert parse("maybe") is None
+
+
+def test_one_message_in_a_terminal_asks_too(cli: Cli) -> None:
+    cli.write_config([note("c1"), {"text": "noted in one go"}], extra=TOOLS)
+    child = pexpect.spawn(
+        COMMAND[0],
+        [*COMMAND[1:], "chat", "-m", "note 42"],
+        env=cli.env(),
+        cwd=str(cli.root),
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+        dimensions=(30, 160),
+    )
+    child.logfile_read = io.StringIO()
+    child.expect_exact(QUESTION)
+    child.sendline("y")
+    child.expect("noted in one go")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, screen(child)
     assert results(cli) == {"c1": "noted 42"}

@@ -4,16 +4,20 @@ which calls wait for a person; the third-party ``mcp-server-time`` with ``approv
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
 from kernel_kit import block_text, build_agent, text
-from mcp_kit import MARKER_VARIABLE, stdio_settings
+from mcp_kit import DEMO, MARKER_VARIABLE, stdio_settings
 from test_approvals import Watch
 from youyou import ScriptedResponse, TurnOptions
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.cli.mcp_command import run_mcp_list
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.turn import OutcomeStatus
 
@@ -85,3 +89,19 @@ async def test_by_default_a_tool_without_read_only_hint_asks(tmp_path: Path) -> 
         assert await watch.done() is OutcomeStatus.COMPLETED
     await agent.shutdown()
     assert "no notes" in watch.of("tool_call_end")[1].output.content
+
+
+async def test_mcp_list_says_which_tools_ask(tmp_path: Path) -> None:
+    config = tmp_path / "youyou.toml"
+    config.write_text(
+        f'[[mcp_servers]]\nid = "demo"\ncommand = "{sys.executable}"\n'
+        f'args = ["{DEMO}", "stdio"]\nask_tools = ["echo"]\n',
+        encoding="utf-8",
+    )
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    assert await run_mcp_list(config, console) == 0
+    rows = {line.split()[0]: line.split() for line in out.getvalue().splitlines() if "__" in line}
+    assert rows["demo__write_note"][2:4] == ["mutating", "asks"]
+    assert rows["demo__echo"][2:4] == ["read-only", "asks"]  # ask_tools
+    assert rows["demo__pid"][2:4] == ["read-only", "runs"]

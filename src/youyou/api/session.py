@@ -172,8 +172,9 @@ class SessionHandle:
 
     @property
     def can_continue_turn(self) -> bool:
-        """A turn stopped (its process died) while calls waited for approval, and every one is
-        decided or expired: ``continue_turn`` answers them and goes on."""
+        """A turn stopped (its process died, or the session was closed) while calls waited for
+        approval, and every one is decided or expired: ``continue_turn`` answers them and goes
+        on."""
         return approvals.can_continue(self._runtime, self._sessions.now())
 
     async def continue_turn(self, *, options: TurnOptions | None = None) -> RunningTurn:

@@ -20,12 +20,15 @@ from youyou.domain.approvals import (
     approval_reason,
 )
 from youyou.domain.cancel import CancellationToken
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.hooks import AskApproval, SkipApproval
 from youyou.domain.tool import ToolDescriptor
 
 
 @dataclass(slots=True)
-class _Wait:
+class ApprovalWait:
+    """One call the running turn waits for."""
+
     request: PendingApproval
     # The decision, or None for a cancel; set once, by whoever comes first.
     settled: asyncio.Future[ApprovalDecision | None]
@@ -37,15 +40,15 @@ class ApprovalWaits:
     """The calls the running turn waits for; an entry lives until the call has its result."""
 
     def __init__(self) -> None:
-        self._waits: dict[str, _Wait] = {}
+        self._waits: dict[str, ApprovalWait] = {}
 
-    def open(self, request: PendingApproval) -> _Wait:
+    def open(self, request: PendingApproval) -> ApprovalWait:
         loop = asyncio.get_running_loop()
-        wait = _Wait(request, loop.create_future(), loop.create_future())
+        wait = ApprovalWait(request, loop.create_future(), loop.create_future())
         self._waits[request.call_id] = wait
         return wait
 
-    def get(self, call_id: str) -> _Wait | None:
+    def get(self, call_id: str) -> ApprovalWait | None:
         return self._waits.get(call_id)
 
     def settled(self, call_id: str) -> bool:
@@ -53,10 +56,24 @@ class ApprovalWaits:
         return wait is not None and wait.settled.done()
 
     def close(self, call_id: str) -> None:
-        self._waits.pop(call_id, None)
+        """The call has its result, or its turn ended: a decision still waiting to be
+        recorded (the turn failed first) gets the error instead of waiting forever."""
+        wait = self._waits.pop(call_id, None)
+        if wait is None or wait.recorded.done():
+            return
+        if not wait.settled.done() or wait.settled.result() is None:
+            wait.recorded.cancel()  # nobody waits for it
+        else:
+            wait.recorded.set_exception(
+                AgentError(
+                    ErrorCode.APPROVAL_ALREADY_DECIDED,
+                    f"the turn of call {call_id} ended before the decision was recorded",
+                    source=ErrorSource.TOOL_DISPATCHER,
+                )
+            )
 
 
-def settle(wait: _Wait, value: ApprovalDecision | None) -> bool:
+def settle(wait: ApprovalWait, value: ApprovalDecision | None) -> bool:
     """Decide a waiting call; False if it was already decided (or cancelled)."""
     if wait.settled.done():
         return False
@@ -103,7 +120,7 @@ class ApprovalGate:
             expires_at=expires,
         )
 
-    async def wait(self, wait: _Wait, cancel: CancellationToken) -> ApprovalDecision | None:
+    async def wait(self, wait: ApprovalWait, cancel: CancellationToken) -> ApprovalDecision | None:
         """The decision for ``wait``'s call: a person's, the timeout's denial, or None when the
         turn is cancelled first."""
         unsubscribe = cancel.on_cancel(lambda: settle(wait, None))

@@ -21,7 +21,7 @@ from youyou.domain.approvals import (
     was_requested,
 )
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.ledger import Metadata
+from youyou.domain.ledger_metadata import metadata_event
 
 
 def _error(code: ErrorCode, message: str) -> AgentError:
@@ -73,21 +73,25 @@ async def decide(
     if remember is not None and (remember != "session" or decision != "approve"):
         raise _error(ErrorCode.INPUT_VALIDATION, "remember='session' goes with an approval only")
     sessions.require_usable(runtime)
-    wait = runtime.approval_waits.get(call_id)
-    if wait is not None:
-        made = ApprovalDecision(
+
+    def made(tool_name: str) -> ApprovalDecision:
+        return ApprovalDecision(
             call_id=call_id,
-            tool_name=wait.request.tool_name,
+            tool_name=tool_name,
             decision=decision,
             decided_by=decided_by,
             decided_at=now,
             reason=reason,
             remember=remember,
         )
-        if not settle(wait, made):
+
+    wait = runtime.approval_waits.get(call_id)
+    if wait is not None:  # its turn runs here: the turn records it and goes on
+        decided = made(wait.request.tool_name)
+        if not settle(wait, decided):
             raise _already_decided(runtime, call_id)
         await asyncio.shield(wait.recorded)
-        return made
+        return decided
     if call_id in runtime.deciding:
         raise _already_decided(runtime, call_id)
     if runtime.is_running:
@@ -96,24 +100,13 @@ async def decide(
     runtime.deciding.add(call_id)
     try:
         async with sessions.writing(runtime):  # may reload what another process appended
-            request = _check_waits(runtime, call_id, now)
-            made = ApprovalDecision(
-                call_id=call_id,
-                tool_name=request.tool_name,
-                decision=decision,
-                decided_by=decided_by,
-                decided_at=now,
-                reason=reason,
-                remember=remember,
-            )
-            await sessions.record(
-                runtime, Metadata(key=META_APPROVAL_DECIDED, value=made.model_dump(mode="json"))
-            )
+            decided = made(_check_waits(runtime, call_id, now).tool_name)
+            await sessions.record(runtime, metadata_event(META_APPROVAL_DECIDED, decided))
     finally:
         runtime.deciding.discard(call_id)
-    if made.decision == "approve" and made.remember == "session":
-        runtime.approved_tools.add(made.tool_name)
-    return made
+    if decided.decision == "approve" and decided.remember == "session":
+        runtime.approved_tools.add(decided.tool_name)
+    return decided
 
 
 def _check_waits(runtime: SessionRuntime, call_id: str, now: datetime) -> PendingApproval:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from youyou.application.approval_gate import ApprovalGate, settle
+from youyou.application.approval_gate import ApprovalGate
 from youyou.application.plugin_manager import PluginManager
 from youyou.domain.approvals import (
     META_APPROVAL_DECIDED,
@@ -37,7 +37,6 @@ from youyou.domain.events import (
 )
 from youyou.domain.hooks import Abort, AfterToolUsePayload, BeforeToolUsePayload
 from youyou.domain.ledger import (
-    Metadata,
     SessionEventPayload,
     ToolCall,
     ToolCallRecord,
@@ -45,6 +44,7 @@ from youyou.domain.ledger import (
     ToolResult,
     ToolResultRecord,
 )
+from youyou.domain.ledger_metadata import metadata_event
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_SKIPPED_CANCELLED
 from youyou.domain.tool import (
@@ -352,12 +352,12 @@ class ToolDispatcher:
         assert gate is not None
         for call in calls:
             await self._start(ctx, call)
-        for call in calls:
-            if call.approval is not None:
-                await self._ask(ctx, gate, call, call.approval)
         free = [c for c in calls if c.approval is None and not c.resolved.mutating]
         lane = [c for c in calls if c.approval is not None or c.resolved.mutating]
         try:
+            for call in lane:
+                if call.approval is not None:
+                    await self._ask(ctx, gate, call, call.approval)
             results = await asyncio.gather(
                 self._run_concurrent(ctx, free, started=True),
                 self._run_serial(ctx, lane, started=True),
@@ -377,10 +377,8 @@ class ToolDispatcher:
         r = call.resolved
         handler = ctx.tools[r.tool_name]
         request = gate.request(r.call_id, handler.descriptor, r.effective_arguments, reason)
-        await ctx.record(
-            Metadata(key=META_APPROVAL_REQUESTED, value=request.model_dump(mode="json"))
-        )
-        gate.waits.open(request)
+        gate.waits.open(request)  # first: a decision may come as soon as the request is read
+        await ctx.record(metadata_event(META_APPROVAL_REQUESTED, request))
         ctx.emit(ToolApprovalRequested(**request.model_dump()))
 
     async def _decide_and_execute(self, ctx: BatchContext, call: _Call) -> None:
@@ -392,26 +390,22 @@ class ToolDispatcher:
         assert gate is not None
         wait = gate.waits.get(call.resolved.call_id)
         assert wait is not None
-        if ctx.cancel.is_cancelled:
-            settle(wait, None)
         decision = await gate.wait(wait, ctx.cancel)
         if decision is None:
             wait.recorded.set_result(None)
             call.output = None if ctx.stopping() else CANCELLED_OUTPUT
             return
         try:
-            await self.record_decision(ctx, decision)
+            await self._record_decision(ctx, decision)
         except BaseException as exc:
             wait.recorded.set_exception(exc)
             raise
         wait.recorded.set_result(None)
         await self._apply(ctx, call, decision)
 
-    async def record_decision(self, ctx: BatchContext, decision: ApprovalDecision) -> None:
+    async def _record_decision(self, ctx: BatchContext, decision: ApprovalDecision) -> None:
         """Ledger first, then the event; a remembered approval covers the tool from now on."""
-        await ctx.record(
-            Metadata(key=META_APPROVAL_DECIDED, value=decision.model_dump(mode="json"))
-        )
+        await ctx.record(metadata_event(META_APPROVAL_DECIDED, decision))
         if ctx.gate is not None and decision.decision == "approve" and decision.remember:
             ctx.gate.approved_tools.add(decision.tool_name)
         ctx.emit(ToolApprovalDecided(**decision.model_dump()))
@@ -433,18 +427,16 @@ class ToolDispatcher:
             if decision is None:
                 assert gate is not None
                 decision = gate.timed_out(item.request)
-                await self.record_decision(ctx, decision)
-            descriptor = ctx.tools.get(record.tool_name)
+                await self._record_decision(ctx, decision)
+            handler = ctx.tools.get(record.tool_name)
+            descriptor = handler.descriptor if handler is not None else None
             call = _Call(
                 ResolvedToolCall(
                     **record.model_dump(),
-                    mutating=descriptor.descriptor.mutating if descriptor else False,
+                    mutating=descriptor.mutating if descriptor is not None else False,
                 ),
-                preset=_refusal(
-                    record.tool_name,
-                    descriptor.descriptor if descriptor else None,
-                    record.effective_arguments,
-                ),
+                # The tool may be gone since (an MCP server no longer offered): an error result.
+                preset=_refusal(record.tool_name, descriptor, record.effective_arguments),
             )
             await self._apply(ctx, call, decision)
             verdict = await self._commit(ctx, call)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -75,9 +76,13 @@ class TerminalApprover:
         self._console = console
 
     async def ask(self, request: PendingApproval) -> Answer | None:
-        from prompt_toolkit import PromptSession  # ~0.1 s: only when someone is asked
+        # ~0.1 s to import: only when someone is asked.
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.output import create_output
 
-        session: PromptSession[str] = PromptSession()
+        # On the console's stream: with -m the answer alone goes to stdout.
+        out = sys.stderr if self._console.stderr else sys.stdout
+        session: PromptSession[str] = PromptSession(output=create_output(stdout=out))
         if request.reason:
             self._console.print(Text(f"⏸ approval needed: {request.reason}", style="yellow"))
         while True:

@@ -10,7 +10,7 @@ equals the live one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from youyou.domain.ledger import (
     ToolResult,
     UserMessage,
 )
+from youyou.domain.ledger_metadata import Record, read_metadata
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 
 ApprovalPolicy = Literal["never", "always", "mutating"]
@@ -115,40 +116,48 @@ class OpenApproval:
     decision: ApprovalDecision | None
 
 
-def _last_turn(events: Sequence[LedgerEvent]) -> Sequence[LedgerEvent]:
-    """The events since the last user message (open calls can only belong to it)."""
+def _origin_index(events: Sequence[LedgerEvent]) -> int:
+    """Index of the last user message, -1 if there is none (searched from the end)."""
     for index in range(len(events) - 1, -1, -1):
         if type(events[index].payload) is UserMessage:
-            return events[index + 1 :]
-    return events
+            return index
+    return -1
+
+
+def _last_turn(events: Sequence[LedgerEvent]) -> Sequence[LedgerEvent]:
+    """The events since the last user message (open calls can only belong to it)."""
+    return events[_origin_index(events) + 1 :]
 
 
 def turn_origin(events: Sequence[LedgerEvent]) -> LedgerEvent | None:
     """The last user message: the turn a stopped one continues from."""
-    for index in range(len(events) - 1, -1, -1):
-        if type(events[index].payload) is UserMessage:
-            return events[index]
-    return None
+    index = _origin_index(events)
+    return events[index] if index >= 0 else None
+
+
+def _records(events: Iterable[LedgerEvent], key: str, model: type[Record]) -> Iterator[Record]:
+    """The typed values of the metadata events with ``key``, in order."""
+    for event in events:
+        payload = event.payload
+        if type(payload) is Metadata and payload.key == key:
+            record = read_metadata(event, model)
+            assert record is not None
+            yield record
 
 
 def open_approvals(events: Sequence[LedgerEvent]) -> tuple[OpenApproval, ...]:
     """The last turn's calls that asked for approval and have no result, in request order."""
+    turn = _last_turn(events)
     calls: dict[str, ToolCall] = {}
-    requests: dict[str, PendingApproval] = {}
-    decisions: dict[str, ApprovalDecision] = {}
     answered: set[str] = set()
-    for event in _last_turn(events):
+    for event in turn:
         payload = event.payload
         if type(payload) is ToolCall:
             calls[payload.call.call_id] = payload
         elif type(payload) is ToolResult:
             answered.add(payload.result.call_id)
-        elif type(payload) is Metadata and payload.key == META_APPROVAL_REQUESTED:
-            request = PendingApproval.model_validate(payload.value)
-            requests[request.call_id] = request
-        elif type(payload) is Metadata and payload.key == META_APPROVAL_DECIDED:
-            decision = ApprovalDecision.model_validate(payload.value)
-            decisions[decision.call_id] = decision
+    requests = {r.call_id: r for r in _records(turn, META_APPROVAL_REQUESTED, PendingApproval)}
+    decisions = {d.call_id: d for d in _records(turn, META_APPROVAL_DECIDED, ApprovalDecision)}
     return tuple(
         OpenApproval(calls[call_id], request, decisions.get(call_id))
         for call_id, request in requests.items()
@@ -165,30 +174,20 @@ def asked_in_last_turn(events: Sequence[LedgerEvent]) -> set[str]:
     """Call ids of the last turn that asked for approval: a restart must not answer them as
     interrupted, since a person's decision still decides them."""
     return {
-        str(payload.value["call_id"])
-        for event in _last_turn(events)
-        if type(payload := event.payload) is Metadata and payload.key == META_APPROVAL_REQUESTED
+        r.call_id for r in _records(_last_turn(events), META_APPROVAL_REQUESTED, PendingApproval)
     }
 
 
 def find_decision(events: Iterable[LedgerEvent], call_id: str) -> ApprovalDecision | None:
-    for event in events:
-        payload = event.payload
-        if (
-            type(payload) is Metadata
-            and payload.key == META_APPROVAL_DECIDED
-            and payload.value.get("call_id") == call_id
-        ):
-            return ApprovalDecision.model_validate(payload.value)
+    for decision in _records(events, META_APPROVAL_DECIDED, ApprovalDecision):
+        if decision.call_id == call_id:
+            return decision
     return None
 
 
 def was_requested(events: Iterable[LedgerEvent], call_id: str) -> bool:
     return any(
-        type(payload := event.payload) is Metadata
-        and payload.key == META_APPROVAL_REQUESTED
-        and payload.value.get("call_id") == call_id
-        for event in events
+        r.call_id == call_id for r in _records(events, META_APPROVAL_REQUESTED, PendingApproval)
     )
 
 
@@ -201,9 +200,12 @@ def remembered_tools(events: Iterable[LedgerEvent]) -> set[str]:
         if type(payload) is not Metadata:
             continue
         if payload.key == META_APPROVALS_REMEMBERED:
-            tools.update(RememberedTools.model_validate(payload.value).tools)
+            remembered = read_metadata(event, RememberedTools)
+            assert remembered is not None
+            tools.update(remembered.tools)
         elif payload.key == META_APPROVAL_DECIDED:
-            decision = ApprovalDecision.model_validate(payload.value)
+            decision = read_metadata(event, ApprovalDecision)
+            assert decision is not None
             if decision.decision == "approve" and decision.remember == "session":
                 tools.add(decision.tool_name)
     return tools
