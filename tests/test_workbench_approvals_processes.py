@@ -73,30 +73,38 @@ def answered(api: Api, session_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def killed_while_waiting(
-    tmp_path: Path, url: str, model: FakeOpenAIServer, started: list[Server]
+def stopped_while_waiting(
+    tmp_path: Path, url: str, model: FakeOpenAIServer, started: list[Server], how: str
 ) -> tuple[Api, str, str, Server]:
-    """A server SIGKILLed while a call waits, and a new one started on the same database."""
+    """A server stopped (``kill``: SIGKILL, ``term``: SIGTERM, a graceful stop) while a call
+    waits, and a new one started on the same database."""
     first = new_server(tmp_path / "first", url, model, started).start()
     alice = Api.signed_up(first.url, "alice")
     sid = alice.new_session()["id"]
     turn, asked = waiting_turn(alice, sid)
-    first.kill()
-    turn.join(30)
-    assert turn.error is not None, "the stream breaks with the process"
+    if how == "kill":
+        first.kill()
+        turn.join(30)
+        assert turn.error is not None, "the stream breaks with the process"
+    else:
+        assert first.stop() == 0
+        turn.join(30)
     second = new_server(tmp_path / "second", url, model, started).start()
     return Api(second.url, alice.token), sid, asked["callId"], second
 
 
-@pytest.mark.parametrize("decision", ["approve", "deny"])
-def test_a_waiting_call_survives_a_sigkill_and_the_turn_goes_on_after_a_restart(
+@pytest.mark.parametrize(
+    ("how", "decision"), [("kill", "approve"), ("kill", "deny"), ("term", "approve")]
+)
+def test_a_waiting_call_survives_a_stop_and_the_turn_goes_on_after_a_restart(
     tmp_path: Path,
     workbench_db: str,
     asking: FakeOpenAIServer,
     servers: list[Server],
+    how: str,
     decision: str,
 ) -> None:
-    alice, sid, call_id, _ = killed_while_waiting(tmp_path, workbench_db, asking, servers)
+    alice, sid, call_id, _ = stopped_while_waiting(tmp_path, workbench_db, asking, servers, how)
     shown = alice.data("GET", f"/chat/sessions/{sid}")
     assert [p["callId"] for p in shown["pendingApprovals"]] == [call_id]
     assert shown["awaitingApproval"] is True

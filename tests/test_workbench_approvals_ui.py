@@ -107,6 +107,10 @@ def test_the_approval_card_is_shown_everywhere_and_goes_once_decided(
     for page in (first, second):
         answer = page.get_by_role("article", name="Assistant answer").last
         expect(answer).to_contain_text("Asia/Tokyo")
+    second.reload()  # the stored tool card says who approved it
+    expect(second.get_by_role("group", name=f"Tool call {TOOL}")).to_contain_text(
+        "Approved by alice"
+    )
     (decided,) = [
         call["approval"]
         for message in alice.data("GET", f"/chat/sessions/{sid}/messages")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from youyou.domain.approvals import ApprovalDecision
-from youyou.domain.errors import AgentError
+from youyou.api.session import SessionHandle
+from youyou.domain.approvals import ApprovalDecision, find_decision
+from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.events import ToolApprovalDecided, ToolApprovalRequested, ToolCallEnd
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.metrics import Metrics
@@ -121,6 +122,47 @@ class ApprovalDesk:
         waited = (decided.decided_at - requested_at).total_seconds()
         self._metrics.approval_wait.observe(max(waited, 0.0))
 
+    async def apply_claimed(self, turns: Mapping[str, tuple[SessionHandle, TurnApprovals]]) -> None:
+        """Hand the decisions claimed for these running turns to their kernel, each once; one
+        that lost to the timeout or a cancel is dropped (the kernel's own decision is
+        recorded by the turn)."""
+        if not turns:
+            return
+        try:
+            claimed = await self._store.decisions_to_apply(list(turns))
+        except AgentError:
+            logger.warning("reading approval decisions failed", exc_info=True)
+            return
+        for row in claimed:
+            handle, turn = turns[row.chat_session_id]
+            if row.call_id not in turn.waiting:
+                continue
+            turn.waiting.discard(row.call_id)  # applied once, whatever comes of it
+            try:
+                await _decide(handle, row)
+            except AgentError as err:
+                logger.info("approval of %s not applied: %s", row.call_id, err)
+
+    async def record_claims(self, chat_id: str, handle: SessionHandle) -> None:
+        """Decisions claimed while no process ran the session's stopped turn, into its
+        ledger. A call the ledger has decided already (the process died before the index
+        had it) takes the ledger's decision; an expired one is left to the turn's
+        continuation, which writes the timeout's denial."""
+        for row in await self._store.decisions_to_apply([chat_id]):
+            try:
+                decided = await _decide(handle, row)
+            except AgentError as err:
+                if err.code not in (
+                    ErrorCode.APPROVAL_ALREADY_DECIDED,
+                    ErrorCode.APPROVAL_NOT_FOUND,
+                ):
+                    raise
+                found = find_decision(handle.events, row.call_id)
+                if found is not None:
+                    await self.record(chat_id, found)
+                continue
+            await self.record(chat_id, decided)
+
     async def turn_ended(self, chat_id: str, turn: TurnApprovals) -> None:
         """Whatever still waited was answered by the turn's end (a cancel)."""
         if turn.asked:
@@ -167,3 +209,15 @@ class ApprovalDesk:
             chat_id: [pending_out(r) for r in records if r.expires_at is None or r.expires_at > at]
             for chat_id, records in found.items()
         }
+
+
+async def _decide(handle: SessionHandle, row: ApprovalRecord) -> ApprovalDecision:
+    """A claimed decision to the session's kernel."""
+    assert row.decision is not None and row.decided_by is not None
+    return await handle.decide_approval(
+        row.call_id,
+        row.decision,  # type: ignore[arg-type]  # approve | deny, as the route validated
+        decided_by=row.decided_by,
+        reason=row.reason,
+        remember=row.remember,  # type: ignore[arg-type]
+    )

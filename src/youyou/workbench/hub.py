@@ -37,11 +37,10 @@ from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle
 from youyou.application.turn_engine import TurnOptions
-from youyou.domain.approvals import find_decision
 from youyou.domain.config import MemoryMode, SessionConfig
 from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord
-from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.errors import AgentError
 from youyou.domain.events import (
     ContextCompacted,
     ContextUsage,
@@ -104,6 +103,7 @@ class _Running:
     approvals: TurnApprovals
     task: asyncio.Task[None] | None = None
     copying: bool = False  # its frames go to the database for a client of another process
+    parked: bool = False  # stopped by a shutdown while a call waits for a person
 
 
 class SessionHub:
@@ -149,6 +149,7 @@ class SessionHub:
         self._copying: set[asyncio.Task[None]] = set()  # frames copied for other processes
         self._approvals = ApprovalDesk(store, metrics)
         self._decided = asyncio.Event()  # a decision was claimed for a turn of this process
+        self._parking: list[asyncio.Task[None]] = []  # closing sessions whose call waits
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -163,10 +164,20 @@ class SessionHub:
         ]
 
     def begin_shutdown(self) -> None:
-        """Refuse new turns and cancel running ones; their partial answers are stored."""
+        """Refuse new turns and cancel running ones; their partial answers are stored. A turn
+        whose call waits for a person is not cancelled: its session is closed, which ends the
+        turn (and its stream, so the connection does not hold the stop up) and leaves the call
+        waiting in the ledger for the process that gets its decision. Runs on the loop."""
         self._accepting = False
         for running in list(self._turns.values()):
-            running.turn.cancel()
+            if running.parked:
+                continue
+            if running.approvals.waiting:
+                running.parked = True
+                closing = running.handle.close(extract_memories=False)
+                self._parking.append(asyncio.get_running_loop().create_task(closing))
+            else:
+                running.turn.cancel()
 
     async def shutdown(self) -> None:
         """Cancel the turns, then close every open session, extracting long-term memories
@@ -174,7 +185,7 @@ class SessionHub:
         on a slow or hung model."""
         self.begin_shutdown()
         tasks = [running.task for running in self._turns.values() if running.task is not None]
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *self._parking, return_exceptions=True)
         await asyncio.gather(*self._copying, return_exceptions=True)
         for task in self._background:
             task.cancel()
@@ -356,29 +367,12 @@ class SessionHub:
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._decided.wait(), APPLY_POLL_S)
             self._decided.clear()
-            waiting = {chat_id: r for chat_id, r in self._turns.items() if r.approvals.waiting}
-            if not waiting:
-                continue
-            try:
-                claimed = await self._store.decisions_to_apply(list(waiting))
-            except AgentError:
-                logger.warning("reading approval decisions failed", exc_info=True)
-                continue
-            for row in claimed:
-                running = waiting[row.chat_session_id]
-                if row.call_id not in running.approvals.waiting or row.decision is None:
-                    continue
-                running.approvals.waiting.discard(row.call_id)  # applied once, whatever comes
-                try:
-                    await running.handle.decide_approval(
-                        row.call_id,
-                        row.decision,  # type: ignore[arg-type]  # approve | deny, as claimed
-                        decided_by=row.decided_by or "",
-                        reason=row.reason,
-                        remember=row.remember,  # type: ignore[arg-type]
-                    )
-                except AgentError as err:  # the timeout or a cancel came first
-                    logger.info("approval of %s not applied: %s", row.call_id, err)
+            waiting = {
+                chat_id: (running.handle, running.approvals)
+                for chat_id, running in self._turns.items()
+                if running.approvals.waiting
+            }
+            await self._approvals.apply_claimed(waiting)
 
     async def _take_over(self, chat: ChatSessionRecord, language: Language = "zh-CN") -> None:
         """Go on with a turn whose process stopped while calls waited for a decision: the
@@ -395,7 +389,7 @@ class SessionHub:
                 return
             try:
                 handle = await self._sessions.handle(ledger_id, chat.owner_id)
-                await self._record_claims(chat, handle)
+                await self._approvals.record_claims(chat.id, handle)
                 if not handle.can_continue_turn:
                     if not handle.pending_approvals():
                         await self._store.settle_approvals(chat.id)  # nothing left to go on
@@ -415,46 +409,22 @@ class SessionHub:
             if not launched:
                 self._sessions.unclaim(ledger_id)
 
-    async def _record_claims(self, chat: ChatSessionRecord, handle: SessionHandle) -> None:
-        """Decisions claimed while no process ran the turn, into its ledger."""
-        claimed = await self._store.decisions_to_apply([chat.id])
-        for row in claimed:
-            if row.decision is None:
-                continue
-            try:
-                decided = await handle.decide_approval(
-                    row.call_id,
-                    row.decision,  # type: ignore[arg-type]  # approve | deny, as claimed
-                    decided_by=row.decided_by or "",
-                    reason=row.reason,
-                    remember=row.remember,  # type: ignore[arg-type]
-                )
-            except AgentError as err:
-                if err.code not in (
-                    ErrorCode.APPROVAL_ALREADY_DECIDED,
-                    ErrorCode.APPROVAL_NOT_FOUND,
-                ):
-                    raise
-                # the ledger has the decision already (the process died before the index
-                # had it), or the call expired: the turn's continuation writes the denial
-                found = find_decision(handle.events, row.call_id)
-                if found is not None:
-                    await self._approvals.record(chat.id, found)
-                continue
-            await self._approvals.record(chat.id, decided)
-
     async def _resume_stopped_turns(self) -> None:
         """At start and every ``RESUME_POLL_S``: the turns left waiting by a process that died
         go on here once they can (decided, or expired: the timeout's denial is written)."""
         while True:
             try:
                 stopped = await self._store.unsettled_sessions()
-                for chat_id in stopped - set(self._turns):
+            except AgentError:
+                logger.warning("looking for stopped turns failed", exc_info=True)
+                stopped = set()
+            for chat_id in stopped - set(self._turns):
+                try:
                     chat = await self._store.chat_session(chat_id)
                     if chat is not None and await self.running_elsewhere(chat) is None:
                         await self._take_over(chat)
-            except (AgentError, ApiError):
-                logger.warning("going on with stopped turns failed", exc_info=True)
+                except (AgentError, ApiError):
+                    logger.warning("going on with the turn of %s failed", chat_id, exc_info=True)
             await asyncio.sleep(RESUME_POLL_S)
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
@@ -616,7 +586,8 @@ class SessionHub:
             logger.exception("streaming turn %s failed", turn.turn_id)
         finally:
             self._turns.pop(chat.id, None)
-            await self._approvals.turn_ended(chat.id, running.approvals)
+            if not running.parked:
+                await self._approvals.turn_ended(chat.id, running.approvals)
             self._metrics.active_streams.dec()
             with suppress(Exception):
                 await self._lease.release(chat.ledger_session_id)

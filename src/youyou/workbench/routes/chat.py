@@ -335,7 +335,8 @@ async def decide_approval(
 ) -> Envelope[ApprovalOut]:
     """Approve or deny a tool call that waits for a decision, from any device and through
     any server process; answered once the turn has the decision (a turn whose process died
-    goes on here). ``remember: "session"`` approves the tool for the rest of the session."""
+    goes on here). ``remember: "session"`` approves the tool for the rest of the session.
+    A body that is not a decision is 422 ``VALIDATION_UNPROCESSABLE``."""
     chat = await owned(wb, user, session_id)
     body = _approval_body(await request.body())
     decision = Decision(

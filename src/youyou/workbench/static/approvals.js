@@ -24,6 +24,8 @@ addMessages({
     awaitingApproval: "等待审批",
     "decision.approve": "批准",
     "decision.deny": "拒绝",
+    approvalAudit: "{who} {decision} · {time}",
+    approvalTimeout: "超时",
   },
   en: {
     approvalNeeded: "Approval needed: {name}",
@@ -38,6 +40,8 @@ addMessages({
     awaitingApproval: "Waiting for approval",
     "decision.approve": "Approved",
     "decision.deny": "Denied",
+    approvalAudit: "{decision} by {who} · {time}",
+    approvalTimeout: "the timeout",
   },
 });
 
@@ -47,6 +51,16 @@ function pretty(args) {
   } catch {
     return String(args);
   }
+}
+
+/** Who decided a stored call, when and why (the history's audit), for its tool card. */
+export function approvalNote(approval) {
+  if (!approval?.decision) return null;
+  const who = approval.decidedBy === "timeout" ? t("approvalTimeout") : approval.decidedBy;
+  const decision = t(`decision.${approval.decision}`);
+  const text = t("approvalAudit", { who, decision, time: formatTime(approval.decidedAt) });
+  const reason = approval.decisionReason ? `: ${approval.decisionReason}` : "";
+  return h("span", { class: `approval-note ${approval.decision}` }, text + reason);
 }
 
 export class ApprovalCards {

@@ -2,6 +2,7 @@
 // built from text, collapsed reasoning and tool call cards, either from the stored history or
 // live from the stream of a running turn.
 
+import { approvalNote } from "./approvals.js";
 import { formatTime, h } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
@@ -170,6 +171,8 @@ export class Answer {
     this.toolStart(call);
     if (call.output !== null && call.output !== undefined) this.toolEnd(call);
     else noResult(this.tools.get(call.callId).state);
+    const note = approvalNote(call.approval);
+    if (note) this.tools.get(call.callId).state.after(note);
   }
 
   /** Stops the live look; a running tool card that never ended says so. */
