@@ -31,6 +31,9 @@ from pathlib import Path
 
 import httpx
 
+from youyou.adapters.storage.tables import VERSION_TABLE as SESSIONS_VERSION_TABLE
+from youyou.workbench.store.tables import VERSION_TABLE as WORKBENCH_VERSION_TABLE
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PODMAN = ("podman", "--storage-driver=vfs", "--runtime=runc", "--cgroup-manager=cgroupfs")
@@ -151,16 +154,16 @@ def exec_in(container: str, *command: str) -> str:
 
 
 def check_migrated(container: str) -> None:
-    """Both schema chains are in the database file in the volume."""
+    """Both schema chains have a revision in the database file in the volume."""
     script = (
-        "import sqlite3; db = sqlite3.connect('/data/youyou/youyou.db'); "
-        'print([r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE name LIKE '
-        "'%alembic%' ORDER BY name\")])"
+        "import sqlite3, sys; db = sqlite3.connect('/data/youyou/youyou.db'); "
+        "print(*(db.execute(f'SELECT version_num FROM {t}').fetchone()[0] for t in sys.argv[1:]))"
     )
-    tables = exec_in(container, "python3", "-c", script).strip()
-    if tables.count("alembic") < 2:
-        raise SmokeError(f"migration tables missing in the volume's database: {tables}")
-    print(f"   migrated: {tables}")
+    tables = (SESSIONS_VERSION_TABLE, WORKBENCH_VERSION_TABLE)
+    revisions = exec_in(container, "python3", "-c", script, *tables).split()
+    if len(revisions) != len(tables):
+        raise SmokeError(f"the volume's database is not migrated: {revisions}")
+    print(f"   migrated to {' and '.join(revisions)}")
 
 
 def chat(http: httpx.Client) -> str:
@@ -222,6 +225,9 @@ def build(timings: dict[str, float]) -> None:
         podman(
             "build",
             "--format=docker",  # HEALTHCHECK is part of Docker's image format, not OCI's
+            # One commit per stage, not one per instruction: with the vfs driver each commit
+            # copies the whole tree (13 minutes with a layer per instruction, 4 without).
+            "--layers=false",
             "--network=host",
             *LIMITS,
             f"--build-arg=BASE_IMAGE={BASE_IMAGE}",
