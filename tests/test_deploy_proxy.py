@@ -14,9 +14,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream
 from server_kit import Api, Frame, Server, free_port, parse_sse, start_together, write_config
+from youyou.adapters.settings import parse_settings
+from youyou.domain.errors import AgentError
 
 REPO = Path(__file__).resolve().parents[1]
 PIECE_S = 0.4  # the fake model's pause between the pieces of an answer
@@ -125,3 +128,40 @@ def _check_through(url: str, servers: tuple[Server, Server]) -> None:
     history = api.data("GET", f"/chat/sessions/{session['id']}/messages")
     assert "all healthy." in str(history)
     api.close()
+
+
+def _register(url: str, username: str, client: str) -> int:
+    response = httpx.post(
+        f"{url}/auth/register",
+        json={"username": username, "password": "correct horse"},
+        headers={"X-Forwarded-For": client},
+        timeout=30,
+    )
+    return response.status_code
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted proxy", "no proxy configured"])
+def test_per_address_limits_count_each_client_behind_a_trusted_proxy_only(
+    tmp_path: Path, fake_model: FakeOpenAIServer, trusted: bool
+) -> None:
+    proxies = 'trusted_proxies = ["127.0.0.0/8"]\n' if trusted else ""
+    config = write_config(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'youyou.db'}",
+        fake_model.base_url,
+        extra=f'[server]\nregistration = "open"\nregistration_attempts = 1\n{proxies}',
+    )
+    server = Server(tmp_path, config, free_port()).start()
+    try:
+        assert _register(server.url, "ann", "203.0.113.5") == 201
+        assert _register(server.url, "bob", "203.0.113.5") == 429
+        # Another client behind the same proxy: its own count, unless the header is ignored.
+        assert _register(server.url, "cid", "198.51.100.7") == (201 if trusted else 429)
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_trusted_proxy_must_be_an_address_or_network() -> None:
+    with pytest.raises(AgentError) as info:
+        parse_settings({"server": {"trusted_proxies": ["proxy.internal"]}})
+    assert "'proxy.internal' is not an IP address or network" in info.value.message

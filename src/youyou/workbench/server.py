@@ -237,7 +237,10 @@ def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> ServeConfig:
         timeout_keep_alive=server.keep_alive_timeout_s,
         limit_concurrency=server.max_connections,
         server_header=False,
-        proxy_headers=False,
+        # X-Forwarded-For is believed only from the configured proxies: uvicorn takes the
+        # nearest address that is not one of them.
+        proxy_headers=bool(server.trusted_proxies),
+        forwarded_allow_ips=list(server.trusted_proxies) or None,
     )
 
 
