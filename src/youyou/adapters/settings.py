@@ -9,6 +9,7 @@ Every problem is an ``AgentError(INVALID_CONFIG)`` naming the offending key path
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -157,6 +158,11 @@ class ServerSettings(_Section):
     registration_attempts: PositiveInt = 10
     registration_window_s: float = Field(3600.0, gt=0)
     """Sign-ups tried from one client address within the window; then 429."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks (``10.0.0.0/8``) of reverse proxies in front: a request from one
+    of them is taken to come from the address its ``X-Forwarded-For`` names (and its scheme
+    from ``X-Forwarded-Proto``), so the per-address limits count each client. Empty (the
+    default): the headers are ignored, since any client could forge them."""
     hash_concurrency: PositiveInt | None = None
     """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
     hash_queue: NonNegativeInt | None = None
@@ -178,6 +184,16 @@ class ServerSettings(_Section):
     user_stored_sessions: PositiveInt = 10_000
     user_prompts: PositiveInt = 500
     user_knowledge_documents: PositiveInt = 1_000
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network") from None
+        return entries
 
     @field_validator("registration", mode="before")
     @classmethod
