@@ -19,9 +19,9 @@ from youyou.cli.runtime import EXIT_OK
 async def run_db_upgrade(config: Path | None, console: Console | None = None) -> int:
     """Apply every pending migration, the workbench's tables included, so a deployment can
     migrate ahead of starting its servers."""
+    url = load_settings(config).database.url  # a configuration error before the server loads
     from youyou.workbench.server import migrate_database
 
-    url = load_settings(config).database.url
     await migrate_database(url)
     (console or Console()).print(f"database is up to date: {redacted(url)}", markup=False)
     return EXIT_OK
