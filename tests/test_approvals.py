@@ -8,17 +8,15 @@ from typing import Any
 
 import pytest
 
-from kernel_kit import RecordingTool, build_agent, payload_as, text
+from kernel_kit import RecordingTool, Watch, build_agent, payload_as, text
 from plugin_kit import ScriptedPlugin
 from youyou import (
     AgentConfig,
     AgentError,
-    AgentEvent,
     AskApproval,
     Continue,
     ErrorCode,
     OutcomeStatus,
-    RunningTurn,
     ScriptedResponse,
     SessionHandle,
     SkipApproval,
@@ -37,43 +35,11 @@ from youyou.domain.events import ToolApprovalDecided, ToolApprovalRequested, Too
 from youyou.domain.hooks import HookKind
 from youyou.domain.ledger import Metadata, ToolResult
 
-WAIT_S = 5.0
-
 
 def calls(*items: tuple[str, str]) -> ScriptedResponse:
     return ScriptedResponse.tool_calls(
         [(cid, name, {"x": i}) for i, (cid, name) in enumerate(items)]
     )
-
-
-class Watch:
-    """Consumes a running turn's events in the background, so a test can wait for one."""
-
-    def __init__(self, turn: RunningTurn) -> None:
-        self.turn = turn
-        self.events: list[AgentEvent] = []
-        self._changed = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._read())
-
-    async def _read(self) -> None:
-        async for event in self.turn.events:
-            self.events.append(event)
-            self._changed.set()
-
-    def of(self, kind: str) -> list[Any]:
-        return [e.payload for e in self.events if e.payload.type == kind]
-
-    async def until(self, kind: str, count: int = 1) -> list[Any]:
-        async with asyncio.timeout(WAIT_S):
-            while len(self.of(kind)) < count:
-                self._changed.clear()
-                await self._changed.wait()
-        return self.of(kind)
-
-    async def done(self) -> OutcomeStatus:
-        async with asyncio.timeout(WAIT_S):
-            await self._task
-            return (await self.turn.join()).status
 
 
 def results(session: SessionHandle) -> dict[str, ToolResult]:

@@ -12,8 +12,7 @@ import pytest
 
 from approval_child import CALL_ID, CloseTicket, builder
 from crash_child import PassThroughStorage
-from kernel_kit import block_text
-from test_approvals import Watch
+from kernel_kit import Watch, block_text
 from youyou import AgentError, ErrorCode, OutcomeStatus
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.approvals import (

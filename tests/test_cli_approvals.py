@@ -219,3 +219,16 @@ def test_one_message_in_a_terminal_asks_too(cli: Cli) -> None:
     child.close()
     assert child.exitstatus == 0, screen(child)
     assert results(cli) == {"c1": "noted 42"}
+
+
+def test_sigterm_at_the_question_cancels_the_turn_and_ends_the_chat(cli: Cli) -> None:
+    cli.write_config([note("c1")], extra=TOOLS)
+    child = cli.spawn()
+    child.sendline("note 42")
+    child.expect_exact(QUESTION)
+    child.kill(signal.SIGTERM)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143, screen(child)
+    assert "cancelled" in results(cli)["c1"]
+    assert "Traceback" not in screen(child)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernel_kit import block_text, build_agent, text
+from kernel_kit import Watch, block_text, build_agent, text
 from mcp_kit import DEMO, MARKER_VARIABLE, stdio_settings
-from test_approvals import Watch
 from youyou import ScriptedResponse, TurnOptions
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.settings import McpServerSettings, McpTransport

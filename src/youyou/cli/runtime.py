@@ -261,10 +261,25 @@ async def ask_approval(
     view: TurnView | None = None,
 ) -> bool:
     """Put one waiting call to the person; False when there was no answer (Ctrl+C), which
-    cancels ``turn``. A call that was decided meanwhile (the timeout) is said, not an error."""
+    cancels ``turn``. The question is withdrawn when the call stops waiting meanwhile (the
+    turn was cancelled, e.g. by SIGTERM, the timeout or someone else decided)."""
     if view is not None:
         view.close()  # the question needs the terminal: the live region stops meanwhile
-    answer = await approver.ask(request)
+    asking = asyncio.ensure_future(approver.ask(request))
+    watching = asyncio.ensure_future(_until_decided_elsewhere(session, request.call_id))
+    try:
+        await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        asking.cancel()
+        raise
+    finally:
+        watching.cancel()
+    if not asking.done():  # cancelled (SIGTERM), timed out, or decided by someone else
+        asking.cancel()
+        await asyncio.wait({asking})
+        err_console.print(f"{request.tool_name}: no longer waits for an answer", style="dim")
+        return True
+    answer = asking.result()
     if answer is None:
         if turn is not None:
             turn.cancel()
@@ -282,6 +297,15 @@ async def ask_approval(
             raise
         err_console.print(agent_error_text(error))
     return True
+
+
+async def _until_decided_elsewhere(session: SessionHandle, call_id: str) -> None:
+    """Returns once the call no longer waits for a decision from here (the kernel tells no
+    one in particular: the session's list is read a few times a second)."""
+    while True:
+        if all(p.call_id != call_id for p in session.pending_approvals()):
+            return
+        await asyncio.sleep(0.2)
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:
