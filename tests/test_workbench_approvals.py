@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -154,6 +155,31 @@ def test_refusals_403_404_409_422(start_workbench: Start, asking: Any) -> None:
         "APPROVAL_ALREADY_DECIDED"
     )
     assert turn.join(60)[-1].event == "turn_complete"
+
+
+def test_of_two_decisions_at_once_the_first_wins_and_the_other_is_409(
+    start_workbench: Start, asking: Any
+) -> None:
+    """The owner's laptop and phone decide the same call at the same moment."""
+    wb = start_workbench(extra=time_server())
+    laptop = wb.user("alice")
+    phone = Api(wb.url, laptop.token)
+    sid = laptop.new_session()["id"]
+    turn, asked = waiting_turn(laptop, sid)
+    path = f"/chat/sessions/{sid}/approvals/{asked['callId']}"
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(
+            pool.map(
+                lambda pair: pair[0].http.post(path, json={"decision": pair[1]}),
+                [(laptop, "approve"), (phone, "deny")],
+            )
+        )
+    assert sorted(a.status_code for a in answers) == [200, 409]
+    (won,) = [a.json()["data"]["decision"] for a in answers if a.status_code == 200]
+    frames = turn.join(60)
+    (decided,) = [f.data for f in frames if f.event == "tool_approval_decided"]
+    assert decided["decision"] == won
+    phone.close()
 
 
 def test_no_decision_in_time_counts_as_denied(

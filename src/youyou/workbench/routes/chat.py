@@ -73,7 +73,8 @@ def session_out(
         updated_at=chat.updated_at,
         message_count=chat.message_count,
         memory=memory_out(chat),
-        running=wb.hub.is_running(chat.id) if running is None else running,
+        # a call that waits for a decision keeps its session running, on any process
+        running=bool(pending) or (wb.hub.is_running(chat.id) if running is None else running),
         awaiting_approval=bool(pending),
         pending_approvals=pending or [],
     )
