@@ -221,7 +221,7 @@ def test_the_hard_limit_rejects_a_message_before_storing_it(
     first_exchange(api, sid)
     before = messages(api, sid)
     long_text = text_of_tokens(window)
-    frames = api.send(sid, long_text)
+    frames = api.send(sid, long_text, headers={"Accept-Language": "zh-CN"})
     assert frames[-1].event == "error"
     assert frames[-1].data["code"] == "CHAT_CONTEXT_LIMIT_REACHED"
     assert frames[-1].data["message"].startswith("当前会话上下文已达到上限")
@@ -271,7 +271,9 @@ def test_a_failed_summary_keeps_the_boundary(start_workbench: StartWorkbench) ->
     api.data("PUT", f"/chat/sessions/{sid}/memory", json={"mode": "context_70_percent"})
     used = first_exchange(api, sid)
     wb.model.enqueue(openai_error(500, "summary model down", error_type="server_error"))
-    frames = api.send(sid, text_of_tokens(int(window * 0.75) - used))
+    frames = api.send(
+        sid, text_of_tokens(int(window * 0.75) - used), headers={"Accept-Language": "zh-CN"}
+    )
     assert [f.event for f in frames] == ["error"]
     assert frames[0].data["code"] == "MODEL_ERROR"
     assert frames[0].data["message"].startswith("模型调用失败")

@@ -35,10 +35,16 @@ def test_client_refusals_keep_their_reason() -> None:
     assert error.detail == "skill /nope is not registered"
 
 
-def test_messages_are_chinese_unless_english_comes_first() -> None:
-    assert language_of(None) == "zh-CN"
+def test_messages_are_english_unless_chinese_is_preferred() -> None:
+    assert language_of(None) == "en" and language_of("") == "en"
+    assert language_of("fr-FR,de;q=0.9") == "en"
     assert language_of("en-US,en;q=0.9") == "en"
     assert language_of("zh-CN,en;q=0.8") == "zh-CN"
+    assert language_of("zh") == "zh-CN" and language_of("zh-TW") == "zh-CN"
+    assert language_of("fr, zh;q=0.5, en;q=0.4") == "zh-CN"
+    assert language_of("en;q=0.3, zh-CN;q=0.9") == "zh-CN"
+    assert language_of("zh;q=0, en;q=0.1") == "en"
+    assert language_of("zh;q=bogus, en") == "en"
     assert catalog_message(ApiCode.NOT_FOUND, "en") == "Not found"
     assert catalog_message(ApiCode.NOT_FOUND, "zh-CN", "x") == "资源不存在：x"
 
@@ -67,7 +73,9 @@ def test_a_provider_failure_shows_the_catalog_message_and_logs_the_details_redac
         assert leaked not in message
 
     wb.model.enqueue(openai_error(401, PROVIDER_TEXT, code="invalid_api_key"))
-    compact = api.error("POST", f"/chat/sessions/{sid}/memory:compact", 502)
+    compact = api.error(
+        "POST", f"/chat/sessions/{sid}/memory:compact", 502, headers={"Accept-Language": "zh-CN"}
+    )
     assert compact["code"] == "MODEL_ERROR"
     assert compact["message"].startswith(f"模型调用失败（{MODEL}）")
     assert "127.0.0.1" not in compact["message"] and "sk-live" not in compact["message"]

@@ -26,8 +26,18 @@ from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import assets, auth, chat, knowledge, ops, ui_settings
+from youyou.workbench.routes import (
+    assets,
+    auth,
+    chat,
+    knowledge,
+    ops,
+    session_export,
+    session_search,
+    ui_settings,
+)
 from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.validation import field_problems
 from youyou.workbench.webui import WebUi, serve_web_ui
 
 logger = logging.getLogger(__name__)
@@ -50,18 +60,10 @@ def workbench_settings(settings: Settings) -> Settings:
 
 def _error_response(request: Request, error: ApiError) -> Response:
     language = language_of(request.headers.get("accept-language"))
-    body = error_body(error.code, language, error.detail, request_id(request))
+    body = error_body(error, language, request_id(request))
     return Response(
         body, status_code=error.status, media_type="application/json", headers=error.headers
     )
-
-
-def _field_problems(exc: RequestValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"] if part != "body")
-        problems.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
-    return "; ".join(problems)
 
 
 async def _prepared_accounts(settings: Settings) -> Settings:
@@ -138,7 +140,9 @@ def create_app(
         auth.router,
         assets.router,
         knowledge.router,
+        session_search.router,  # before chat's /chat/sessions/{session_id}
         chat.router,
+        session_export.router,
         ops.router,
         ui_settings.router,
     )
@@ -153,7 +157,7 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
         return _error_response(
-            request, ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, _field_problems(exc))
+            request, ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, field_problems(exc.errors()))
         )
 
     @app.exception_handler(StarletteHTTPException)

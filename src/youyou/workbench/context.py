@@ -22,7 +22,6 @@ from youyou.workbench.auth import Authenticator
 from youyou.workbench.errors import (
     ApiError,
     Language,
-    catalog_message,
     from_agent_error,
     language_of,
 )
@@ -53,9 +52,9 @@ class Workbench:
     metrics: Metrics
 
 
-def error_body(code: str, language: Language, detail: str | None, request_id: str) -> bytes:
-    message = catalog_message(code, language, detail)
-    payload = {"error": {"code": code, "message": message}, "requestId": request_id}
+def error_body(error: ApiError, language: Language, request_id: str) -> bytes:
+    message = error.message(language)
+    payload = {"error": {"code": error.code.value, "message": message}, "requestId": request_id}
     return json.dumps(payload, ensure_ascii=False).encode()
 
 
@@ -142,7 +141,7 @@ async def _send_error(
 ) -> None:
     """The error envelope, and the connection closed: the rest of the body is never read."""
     language = language_of(headers.get("accept-language"))
-    body = error_body(error.code, language, error.detail, request_id)
+    body = error_body(error, language, request_id)
     await send(
         {
             "type": "http.response.start",

@@ -2,12 +2,13 @@
 
 Tool calls and their results hang on the assistant message of the same turn that asked for
 them (the one just before the calls, else the answer after them); a batch cut off before any
-assistant text gets an empty incomplete assistant message to hang on.
+assistant text gets an empty incomplete assistant message to hang on. A call's duration comes
+from the workbench's own record (``durations``, by turn and call id): the ledger has none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -63,6 +64,7 @@ class _Call:
     arguments: dict[str, Any]
     output: str | None = None
     is_error: bool | None = None
+    duration_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -87,6 +89,7 @@ class _Message:
                     arguments=c.arguments,
                     output=c.output,
                     is_error=c.is_error,
+                    duration_ms=c.duration_ms,
                 )
                 for c in self.calls
             ],
@@ -95,7 +98,16 @@ class _Message:
         )
 
 
-def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
+def history(
+    events: Sequence[LedgerEvent],
+    durations: Mapping[tuple[int, str], int] | None = None,
+    *,
+    full_output: bool = False,
+) -> list[MessageOut]:
+    """``durations``: ``(seq of the turn's user message, call id) → ms``. A tool's output is
+    what its card shows (``load_skill``: the first line), or all of it with ``full_output``."""
+    durations = durations or {}
+    turn_seq = 0
     messages: list[_Message] = []
     calls: dict[str, _Call] = {}
     pending: list[_Call] = []  # calls of this turn not yet on a message
@@ -108,6 +120,7 @@ def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
             pending = []
         if isinstance(payload, UserMessage):
             holder = None
+            turn_seq = event.seq
             messages.append(_Message(event, "user", [block_payload(b) for b in payload.content]))
         elif isinstance(payload, AssistantMessage):
             content = [block_payload(b) for b in payload.content]
@@ -120,8 +133,12 @@ def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
         elif isinstance(payload, SystemMessage):
             messages.append(_Message(event, "system", [{"type": "text", "text": payload.content}]))
         elif isinstance(payload, ToolCall):
+            call_id = payload.call.call_id
             call = _Call(
-                payload.call.call_id, payload.call.tool_name, payload.call.effective_arguments
+                call_id,
+                payload.call.tool_name,
+                payload.call.effective_arguments,
+                duration_ms=durations.get((turn_seq, call_id)),
             )
             calls[call.call_id] = call
             (holder.calls if holder is not None else pending).append(call)
@@ -129,7 +146,7 @@ def history(events: Sequence[LedgerEvent]) -> list[MessageOut]:
             output = payload.result.output
             shown = (output.metadata or {}).get(DISPLAY_KEY)
             found = calls[payload.result.call_id]
-            found.output = shown if isinstance(shown, str) else output.content
+            found.output = shown if isinstance(shown, str) and not full_output else output.content
             found.is_error = output.is_error
     if pending:
         messages.append(_Message(events[-1], "assistant", [], "incomplete", pending))

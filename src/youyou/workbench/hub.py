@@ -37,7 +37,9 @@ from youyou.domain.events import (
     ContextUsage,
     ErrorEvent,
     ModelWaiting,
+    ToolCallEnd,
     TurnComplete,
+    TurnStarted,
 )
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
@@ -49,10 +51,12 @@ from youyou.workbench.errors import (
     ApiCode,
     ApiError,
     Language,
+    Localized,
     agent_call,
     busy_elsewhere,
     check_user_limit,
 )
+from youyou.workbench.message_index import TurnRecorder
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
@@ -106,6 +110,7 @@ class SessionHub:
         # The tag tells apart two lives of one pid (a restart that got the same number).
         holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
         self._lease = LeaseTaker(storage.leases(), holder, settings.lease_ttl_s)
+        self.recorder = TurnRecorder(store, storage)
         self._sessions = OpenSessions(
             agent,
             storage,
@@ -128,6 +133,7 @@ class SessionHub:
         self._background = [
             loop.create_task(self._sessions.reap_idle()),
             loop.create_task(self._keep_leases()),
+            loop.create_task(self.recorder.index_backlog()),
         ]
 
     def begin_shutdown(self) -> None:
@@ -171,7 +177,10 @@ class SessionHub:
         self._require_accepting()
         stored = await self._store.count_chat_sessions(owner_id)
         check_user_limit(
-            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
+            stored,
+            self._limits.user_stored_sessions,
+            Localized("sessions", "会话"),
+            "user_stored_sessions",
         )
         config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
         handle = await self._sessions.opening(lambda: self._agent.new_session(config))
@@ -205,7 +214,7 @@ class SessionHub:
         self,
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
-        language: Language = "zh-CN",
+        language: Language = "en",
         username: str | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
@@ -225,6 +234,7 @@ class SessionHub:
                     chat.owner_id,
                     tool_use=tool_use,
                     tools=await self._tools(chat.owner_id, username) if tool_use else (),
+                    language=language,
                 )
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
@@ -253,7 +263,9 @@ class SessionHub:
     def _check_running_turns(self, owner_id: str) -> None:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
         limit = self._limits.user_running_turns
-        check_user_limit(running, limit, "turns running", "user_running_turns")
+        check_user_limit(
+            running, limit, Localized("turns running", "正在运行的回合"), "user_running_turns"
+        )
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -314,6 +326,7 @@ class SessionHub:
         async with self._writing(chat) as old:
             await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
+            await self._store.forget_turn_records(chat.id)
             config = SessionConfig(
                 model_id=old.config.pinned.model_id,
                 memory_namespace=old.config.pinned.memory_namespace,
@@ -388,11 +401,17 @@ class SessionHub:
         # The turn's last frame waits until the session is free again, so a client that
         # sends its next message the moment it reads the end of a turn is not refused.
         held: list[Frame] = []
+        turn_seq: int | None = None
+        durations: dict[str, int] = {}  # of the turn's tool calls, stored at its end
         try:
             async for event in turn.events:
                 if isinstance(event.payload, ModelWaiting):
                     stream.note(waiting_note(event.payload))
                     continue
+                if isinstance(event.payload, TurnStarted):
+                    turn_seq = event.payload.user_message_seq
+                elif isinstance(event.payload, ToolCallEnd):
+                    durations[event.payload.call_id] = event.payload.duration_ms
                 data = frame_data(event, language, handle.model.model_id)
                 if data is None:
                     continue
@@ -411,6 +430,8 @@ class SessionHub:
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
                     chat = await self._project_after_turn(chat, handle, None, compacted)
+                if payload.type in ("turn_complete", "turn_cancelled", "error"):
+                    await self.recorder.record(chat, turn_seq, durations)
                 frame = Frame(event.sequence, payload.type, data)
                 if held or payload.type in ("turn_complete", "turn_cancelled", "error"):
                     held.append(frame)

@@ -223,6 +223,8 @@ class ToolCallOut(ApiModel):
     arguments: dict[str, Any]
     output: str | None
     is_error: bool | None
+    duration_ms: int | None = None
+    """How long the call ran; None for calls recorded before durations were kept."""
 
 
 class MessageOut(ApiModel):

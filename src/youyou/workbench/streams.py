@@ -29,7 +29,7 @@ from youyou.domain.events import (
     TurnComplete,
     TurnStarted,
 )
-from youyou.workbench.errors import ApiCode, ApiError, Language, catalog_message, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 
 
 def comment(text: str) -> bytes:
@@ -179,7 +179,7 @@ def frame_data(
             error = api_error_of(payload, model_id)
             return {
                 "code": error.code.value,
-                "message": catalog_message(error.code, language, error.detail),
+                "message": error.message(language),
             }
     return None
 

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
+from youyou.workbench.errors import ApiCode, ApiError, Localized, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
@@ -99,7 +99,10 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
     if chars > limit:
         raise ApiError(
             ApiCode.PAYLOAD_TOO_LARGE,
-            f"a message holds at most {limit} characters of text; this one has {chars}",
+            Localized(
+                f"a message holds at most {limit} characters of text; this one has {chars}",
+                f"一条消息最多 {limit} 个字符的文本，这条有 {chars} 个",
+            ),
         )
 
 
@@ -177,10 +180,12 @@ async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Re
 async def get_messages(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[list[MessageOut]]:
-    """The full history: compacted messages too (marked ``compacted``)."""
+    """The full history: compacted messages too (marked ``compacted``), each with its time
+    (``createdAt``) and its tool calls' ``durationMs``."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
-    return Envelope(data=history(events), request_id=rid)
+    durations = await wb.store.tool_durations(chat.id)
+    return Envelope(data=history(events, durations), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")

@@ -69,7 +69,7 @@ class ChatSessionQueries(StoreBase):
             .limit(limit + 1)
         )
         if cursor is not None:
-            after = _decode(cursor)
+            after = decode_session_cursor(cursor)
             key = tuple_(chat_sessions.c.updated_at, chat_sessions.c.id)
             stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
         if since is not None:
@@ -120,7 +120,8 @@ def _row(fields: ChatSessionRecord | SessionProjection) -> dict[str, Any]:
     return {**asdict(fields), "title_folded": fold(fields.title)}
 
 
-def _decode(cursor: str) -> SortKey:
+def decode_session_cursor(cursor: str) -> SortKey:
+    """The list's keyset position; ValueError for a malformed cursor."""
     try:
         return decode_cursor(cursor)
     except AgentError as exc:

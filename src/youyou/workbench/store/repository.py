@@ -10,8 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from youyou.adapters.storage.engine import create_engine, migrate
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
+from youyou.workbench.store.message_texts import MessageTextQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
+from youyou.workbench.store.turn_records import TurnRecordQueries
 from youyou.workbench.store.users import UserTokenQueries
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -29,7 +31,14 @@ async def migrate_workbench(engine: AsyncEngine, revision: str = "head") -> None
     )
 
 
-class WorkbenchStore(UserTokenQueries, AssetQueries, ChatSessionQueries, TurnFrameQueries):
+class WorkbenchStore(
+    UserTokenQueries,
+    AssetQueries,
+    ChatSessionQueries,
+    TurnFrameQueries,
+    MessageTextQueries,
+    TurnRecordQueries,
+):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
     @classmethod

@@ -169,3 +169,32 @@ turn_frames = Table(
     Column("frame", Text, nullable=False),  # the SSE frame as sent
     PrimaryKeyConstraint("chat_session_id", "turn_seq", "frame_id", name="pk_wb_turn_frames"),
 )
+
+# The text of each user and assistant message, for searching message text
+# (``workbench/message_index.py``): filled after every turn from the ledger, which stays the
+# truth. ``body_folded`` is ``catalog.fold(body)``, what search matches; on PostgreSQL a trigram
+# index (``MESSAGE_TRGM_INDEX``, made by the migration when pg_trgm can be installed) serves it.
+MESSAGE_TRGM_INDEX = "ix_wb_message_texts_body_trgm"
+message_texts = Table(
+    "wb_message_texts",
+    metadata,
+    chat_session_column("wb_message_texts"),
+    Column("seq", BigInteger, nullable=False),  # the message's seq in the session's ledger
+    Column("role", String(16), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("body_folded", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("chat_session_id", "seq", name="pk_wb_message_texts"),
+)
+
+# How long each tool call of a turn ran, as its ``tool_call_end`` frame said: the ledger keeps
+# the call and its result but not the time between them.
+tool_durations = Table(
+    "wb_tool_durations",
+    metadata,
+    chat_session_column("wb_tool_durations"),
+    Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
+    Column("call_id", String(255), nullable=False),
+    Column("duration_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("chat_session_id", "turn_seq", "call_id", name="pk_wb_tool_durations"),
+)
