@@ -75,8 +75,8 @@ async function failure(response) {
   const error = body?.error;
   const retry = Number(response.headers.get("retry-after"));
   const retryAfter = Number.isFinite(retry) && retry > 0 ? Math.ceil(retry) : null;
-  let message = error?.message || `${response.status} ${response.statusText}`;
-  if (retryAfter !== null && response.status === 429) message = `${message} ${t("retryIn", { seconds: retryAfter })}`;
+  // the server's message says how long to wait; retryAfter lets a form hold its button
+  const message = error?.message || `${response.status} ${response.statusText}`;
   const failed = new ApiError(
     response.status,
     error?.code || `HTTP_${response.status}`,

@@ -42,9 +42,9 @@ async function route() {
     const target = location.hash;
     history.replaceState(null, "", shownHash || "#/chat");
     if (!(await confirmAction(t("leaveTitle"), t("leaveBody"), t("leave"), t("stay")))) return;
-    current.view.discard?.();
+    current.view.unmount();
+    current = null;
     history.replaceState(null, "", target);
-    return route();
   }
   shownHash = location.hash;
   for (const [name, link] of Object.entries(links)) {

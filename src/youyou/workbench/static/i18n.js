@@ -78,7 +78,6 @@ const MESSAGES = {
     contextLimitRefused: "上下文已满，消息未发送（已放回输入框）。请先压缩会话记忆，或缩短消息后再发送。",
     unreachableBanner: "无法连接服务器，正在重试…草稿已保留，连接恢复后即可发送。",
     backBanner: "已重新连接到服务器。",
-    retryIn: "请在 {seconds} 秒后重试。",
     runningElsewhere: "这个回答由另一个标签页或设备发起，正在生成；你也可以在这里停止它。",
     turnBusy: "该会话已有回答正在生成，已切换为跟随它。",
     openSessions: "会话列表", accountMenu: "账户菜单",
@@ -91,7 +90,6 @@ const MESSAGES = {
     exportMarkdown: "导出 Markdown", exportJson: "导出 JSON",
     deleteSession: "删除会话", deleteSessionConfirm: "将删除「{title}」及其全部消息，无法恢复。",
     sessionDeleted: "会话已删除。", sessionRenamed: "会话已重命名。",
-    messageMatches: "消息内容匹配", sentAt: "发送于 {time}",
   },
   en: {
     appTitle: "YouYou on-call workbench",
@@ -166,7 +164,6 @@ const MESSAGES = {
     contextLimitRefused: "The context is full, so the message was not sent (it is back in the message box). Compact the session memory or shorten the message, then send it again.",
     unreachableBanner: "Server unreachable — retrying… Your draft is kept; send it once the server is back.",
     backBanner: "Connected to the server again.",
-    retryIn: "Try again in {seconds} s.",
     runningElsewhere: "This answer was started in another tab or on another device and is still being written; you can stop it here too.",
     turnBusy: "An answer is already being written in this session; following it here.",
     openSessions: "Sessions", accountMenu: "Account menu",
@@ -179,7 +176,6 @@ const MESSAGES = {
     exportMarkdown: "Export Markdown", exportJson: "Export JSON",
     deleteSession: "Delete session", deleteSessionConfirm: "“{title}” and all its messages will be deleted. This cannot be undone.",
     sessionDeleted: "Session deleted.", sessionRenamed: "Session renamed.",
-    messageMatches: "Message text matches", sentAt: "sent {time}",
   },
 };
 

@@ -135,7 +135,9 @@ export class SessionList {
     if (q) query.set("q", q);
     let page;
     try {
-      page = await api("GET", `/chat/sessions?${query}`);
+      // a search looks in titles and message text; each hit brings its matching snippet
+      page = q ? await api("GET", `/chat/sessions/search?${query}`) : await api("GET", `/chat/sessions?${query}`);
+      if (q) page = { ...page, items: page.items.map((/** @type {any} */ hit) => ({ ...hit.session, match: hit.match })) };
     } catch (error) {
       if (generation === this.generation) {
         this.loading = false;
@@ -168,12 +170,15 @@ export class SessionList {
 
   /** @param {any} session */
   item(session) {
-    const snippet = session.snippet || session.match?.snippet || null;
+    const parts = session.match?.parts || null;
+    const snippet = parts
+      ? h("span", { class: "session-snippet" }, parts.map((/** @type {any} */ p) => (p.match ? h("mark", {}, p.text) : p.text)))
+      : null;
     const link = h(
       "a",
       { href: `#/chat/${session.id}`, title: session.title, dataset: { id: session.id, updated: session.updatedAt } },
       h("span", { class: "session-title" }, session.title),
-      snippet ? h("span", { class: "session-snippet", title: t("messageMatches") }, snippet) : null,
+      snippet,
       h(
         "span",
         { class: "session-meta muted" },
