@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, FilePayload, Page, expect
 
 from fakes.openai_server import OpenAIStream, text_reply
 from server_kit import Api, Workbench
@@ -48,6 +48,10 @@ def png(width: int, height: int) -> bytes:
         + chunk(b"IDAT", zlib.compress(rows))
         + chunk(b"IEND", b"")
     )
+
+
+def payload(name: str, mime_type: str, buffer: bytes) -> FilePayload:
+    return {"name": name, "mimeType": mime_type, "buffer": buffer}
 
 
 def send(page: Page, text: str) -> None:
@@ -124,7 +128,7 @@ def test_thumbnails_keep_their_aspect_ratio(
     page = open_page(f"{shared_workbench.url}/#/chat/{session['id']}", user=api)
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name="Attach file").click()
-    chooser.value.set_files([{"name": "wide.png", "mimeType": "image/png", "buffer": png(64, 40)}])
+    chooser.value.set_files([payload("wide.png", "image/png", png(64, 40))])
     chip = page.locator(".chip-thumb")
     expect(chip).to_be_visible()
     send(page, "look")
@@ -147,9 +151,7 @@ def test_each_refused_skill_file_is_named(shared_workbench: Workbench, open_page
     ]
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name="Choose SKILL.md file").click()
-    chooser.value.set_files(
-        [{"name": "SKILL.md", "mimeType": "text/markdown", "buffer": text} for text in bad]
-    )
+    chooser.value.set_files([payload("SKILL.md", "text/markdown", text) for text in bad])
     refusals = page.locator(".refused > p")
     expect(refusals).to_have_text(
         [
