@@ -1,3 +1,4 @@
+// @ts-check
 // Start-up and navigation: sign-in when there is no valid token, else the top bar and one of
 // the pages — #/chat[/<session id>], #/config, #/memories.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The message box: Enter sends, Shift+Enter breaks the line, `/` at the start offers the
 // selected skills, images can be pasted or dropped and text files attached (checked for type
 // and size before anything is uploaded), and the draft is kept in localStorage per session

@@ -1,3 +1,4 @@
+// @ts-check
 // The configuration page: the user's prompts (the default marked), SKILL.md skills uploaded
 // by file picker or drag and drop (every failing rule listed), and the active prompt and
 // skills, saved together in one request so nothing is ever half-saved.

@@ -1,3 +1,4 @@
+// @ts-check
 // Building the page with DOM calls only: text always goes in through textContent or text
 // nodes, so nothing a model, a tool or a user wrote is ever parsed as HTML.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The UI's words in zh-CN and English. The browser's first language picks one (Chinese for
 // zh-*, English otherwise) until the user switches; the choice is kept in localStorage and
 // sent to the server as Accept-Language so its messages match.

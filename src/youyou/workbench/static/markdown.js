@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown for model answers, tool output and summaries, safe by construction: the source is
 // never handed to an HTML parser. Blocks and inline marks become elements built with DOM calls
 // and every piece of text goes in as a text node, so `<script>` or `<img onerror=…>` in a

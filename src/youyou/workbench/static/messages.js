@@ -1,3 +1,4 @@
+// @ts-check
 // One conversation's messages: user messages with their attachments, and assistant answers
 // built from text, collapsed reasoning and tool call cards, either from the stored history or
 // live from the stream of a running turn.
@@ -17,8 +18,11 @@ export function contentOf(article) {
   return contents.get(article) ?? null;
 }
 
+/** @typedef {{seq?: number, compacted?: boolean, createdAt?: string}} MessageInfo */
+
 /** Sequence number, time (in the head; shown on hover or focus, always on a phone) and the
- * compacted mark. */
+ * compacted mark.
+ * @param {HTMLElement} el @param {MessageInfo} info */
 function meta(el, { seq, compacted, createdAt }) {
   if (seq !== undefined && seq !== null) el.dataset.seq = String(seq);
   if (createdAt) {
@@ -58,7 +62,8 @@ function imageBlock(block) {
   });
 }
 
-/** A user message; `content` is the text sent or the list of content blocks. */
+/** A user message; `content` is the text sent or the list of content blocks.
+ * @param {any} content @param {MessageInfo} [info] */
 export function userMessage(content, info = {}) {
   const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
   const body = h("div", { class: "msg-body" });
@@ -81,7 +86,8 @@ export function userMessage(content, info = {}) {
   return article;
 }
 
-/** A system message kept in the history (shown small; it is not part of the dialogue). */
+/** A system message kept in the history (shown small; it is not part of the dialogue).
+ * @param {any[]} content @param {MessageInfo} [info] */
 export function systemMessage(content, info = {}) {
   const text = content.map((block) => block.text || "").join("\n");
   const article = h(
@@ -106,7 +112,12 @@ function noResult(state) {
 
 /** An assistant answer: text segments, reasoning and tool cards in the order they came. */
 export class Answer {
+  /** @param {MessageInfo} [info] */
   constructor(info = {}) {
+    /** @type {HTMLElement | null} the question, while it is sent from this page */
+    this.user = null;
+    /** @type {string | null} its text, given back to the composer if the server refuses it */
+    this.sent = null;
     this.segments = [];
     this.retry = actionButton("retry", t("retryAnswer"));
     this.retry.hidden = true;
