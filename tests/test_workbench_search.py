@@ -1,5 +1,6 @@
-"""Searching message text over real HTTP on SQLite and PostgreSQL: owner-scoped, every word
-in one message or the title, the newest matching message as a marked snippet, paged."""
+"""Searching message text on SQLite and PostgreSQL, over real HTTP and on the store:
+owner-scoped, every word in one message or the title, the newest matching message as a marked
+snippet, paged."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from sqlalchemy import delete
 
 from fakes.openai_server import text_reply
 from server_kit import Api, Workbench, wait_until
+from workbench_kit import T0, chat_record
 from youyou.adapters.storage.engine import create_engine
+from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.store.message_texts import MessageText
 from youyou.workbench.store.tables import message_texts
 
 StartWorkbench = Callable[..., Workbench]
@@ -132,3 +136,21 @@ def test_sessions_from_before_the_index_are_indexed_at_start(
     again = second.signed_in("erin")
     assert wait_until(lambda: bool(_search(again, "zookeeper")), timeout_s=30)
     assert [h["session"]["id"] for h in _search(again, "zookeeper")] == [sid]
+
+
+async def test_a_long_session_is_indexed_in_batches_once(store: WorkbenchStore) -> None:
+    owner = await store.create_user("fay", "hash")
+    other = await store.create_user("gil", "hash")
+    chat = chat_record(owner.id, title="long")
+    await store.create_chat_session(chat)
+    texts = [
+        MessageText(seq, "user", f"message {seq}" + (" needle" if seq == 1234 else ""), T0)
+        for seq in range(1, 6001)  # more rows than SQLite binds in one statement
+    ]
+    await store.index_messages(chat.id, texts)
+    await store.index_messages(chat.id, texts[-10:])  # again: no duplicates, no error
+    assert await store.indexed_through(chat.id) == 6000
+    [hit] = (await store.search_chat_sessions(owner.id, "NEEDLE", limit=5, cursor=None))[0]
+    assert hit.message == texts[1233]
+    assert await store.search_chat_sessions(other.id, "needle", limit=5, cursor=None) == ([], None)
+    assert await store.unindexed_chat_sessions(10) == []

@@ -19,6 +19,7 @@ from youyou.workbench.store.tables import chat_sessions, message_texts
 
 _CHAT = columns_of(chat_sessions, ChatSessionRecord)
 MAX_TERMS = 8
+INSERT_BATCH = 500  # rows per INSERT: SQLite caps the bound values of one statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +63,12 @@ class MessageTextQueries(StoreBase):
             }
             for t in texts
         ]
-        stmt = self._insert(message_texts).values(rows).on_conflict_do_nothing()
         async with self._transaction("indexing message text", write=True) as conn:
-            await conn.execute(stmt)
+            for start in range(0, len(rows), INSERT_BATCH):
+                batch = rows[start : start + INSERT_BATCH]
+                await conn.execute(
+                    self._insert(message_texts).values(batch).on_conflict_do_nothing()
+                )
 
     async def indexed_through(self, chat_session_id: str) -> int:
         """The newest ledger seq indexed for the session (0: none)."""
