@@ -718,7 +718,7 @@ def test_stream_parser_and_markdown_in_the_page(
         wire,
     )
     assert frames == [
-        {"note": "waiting for the model 3s"},
+        {"id": None, "event": "", "data": None, "note": "waiting for the model 3s"},
         {"id": 1, "event": "text_delta", "data": {"text": "a\nb"}},
         {"id": 2, "event": "turn_complete", "data": {}},
     ]

@@ -138,7 +138,9 @@ def test_thumbnails_keep_their_aspect_ratio(
     assert shown is not None
     assert abs(shown["width"] / shown["height"] - 64 / 40) < 0.05, shown
     page.reload()
-    shown = page.get_by_role("article", name="Your message").get_by_role("img").bounding_box()
+    image = page.get_by_role("article", name="Your message").get_by_role("img")
+    expect(image).to_be_visible()
+    shown = image.bounding_box()
     assert shown is not None and abs(shown["width"] / shown["height"] - 64 / 40) < 0.05
 
 

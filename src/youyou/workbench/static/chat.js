@@ -23,6 +23,8 @@ import { readEvents } from "./sse.js";
 
 const RETRY_MS = [300, 1000, 2000, 4000, 5000];
 const PINNED_PX = 80;
+/** The width below which the session list is a drawer (the same as in app.css). */
+const PHONE = window.matchMedia("(max-width: 700px)");
 
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -196,6 +198,8 @@ export class ChatView {
     this.noticeText.textContent = blocked ? t("contextFull", { percent }) : "";
     this.menu.render({ ready: Boolean(session), running });
     this.el.classList.toggle("drawer-open", this.drawerOpen);
+    // the open drawer is modal: what it covers can be neither clicked nor tabbed to
+    this.main.inert = this.drawerOpen && PHONE.matches;
     for (const button of this.drawerButtons) button.setAttribute("aria-expanded", String(this.drawerOpen));
   }
 
