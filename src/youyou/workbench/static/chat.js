@@ -614,6 +614,7 @@ export class ChatView {
         this.markCompactedThrough(data.replacesThroughSeq);
         return false;
       case "turn_complete":
+        if (data.usage) answer.usage(data.usage);
         if (data.memory) this.showMemory(data.memory);
         return true;
       case "turn_cancelled":

@@ -258,6 +258,15 @@ export class Answer {
     this.retry.hidden = false;
   }
 
+  /** The tokens the turn used (shown for a turn written live; the history does not keep it).
+   * @param {{inputTokens: number, outputTokens: number}} usage */
+  usage({ inputTokens, outputTokens }) {
+    const n = (/** @type {number} */ v) => v.toLocaleString(document.documentElement.lang || undefined);
+    this.head.querySelector(".who")?.after(
+      h("span", { class: "turn-usage" }, t("turnUsage", { input: n(inputTokens), output: n(outputTokens) })),
+    );
+  }
+
   error(message) {
     this.body.append(h("p", { class: "msg-error", role: "alert" }, message));
     this.retry.hidden = false;
