@@ -228,7 +228,10 @@ def test_the_hard_limit_rejects_a_message_before_storing_it(
     assert "turn_started" not in [f.event for f in frames]
     english = api.send(sid, long_text, headers={"Accept-Language": "en"})
     assert [f.event for f in english] == ["error"]
-    assert english[0].data["message"].startswith("The conversation has reached the context limit")
+    message = english[0].data["message"]
+    assert message.startswith("The conversation has reached the context limit (")
+    assert message.count("compact") == 1 and ".:" not in message  # said once, one sentence
+    assert f"of {window:,} tokens" in message
     assert all(long_text not in r.body.decode() for r in wb.model.requests)
     after = messages(api, sid)
     assert [(m["seq"], m["role"], m["content"]) for m in after] == [

@@ -10,7 +10,14 @@ import pytest
 from fakes.openai_server import openai_error
 from server_kit import MODEL, Workbench
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.workbench.errors import ApiCode, catalog_message, from_agent_error, language_of
+from youyou.workbench.errors import (
+    ApiCode,
+    ApiError,
+    Localized,
+    catalog_message,
+    from_agent_error,
+    language_of,
+)
 from youyou.workbench.redaction import redact
 
 
@@ -106,3 +113,35 @@ def test_credentials_are_redacted_and_the_rest_kept(text: str, redacted: str) ->
 def test_a_client_refusal_keeps_its_reason_without_credentials() -> None:
     error = from_agent_error(AgentError(ErrorCode.INPUT_VALIDATION, f"bad key {SECRET}"))
     assert error.detail == "bad key sk-[redacted]"
+
+
+def test_details_and_announced_waits_are_in_the_asked_language() -> None:
+    busy = ApiError(ApiCode.TURN_BUSY, Localized("busy elsewhere", "在别处运行"))
+    assert busy.message("en") == "A turn is already running in this session: busy elsewhere"
+    assert busy.message("zh-CN") == "该会话正在生成回答，请稍后再试：在别处运行"
+    limited = ApiError(ApiCode.AUTH_RATE_LIMITED, headers={"Retry-After": "42"})
+    assert limited.retry_after_s == 42
+    assert limited.message("en") == "Too many attempts from here; try again in 42 s"
+    assert limited.message("zh-CN") == "尝试次数过多，请在 42 秒后再试"
+    # a wait the catalog's wording does not mention is left to the header
+    down = ApiError(ApiCode.SERVICE_UNAVAILABLE, headers={"Retry-After": "1"})
+    assert down.message("en") == "The database is not answering; try again shortly"
+
+
+def test_the_context_limit_refusal_says_its_numbers_once_in_either_language() -> None:
+    kernel = AgentError(
+        ErrorCode.CHAT_CONTEXT_LIMIT_REACHED,
+        "the request would use 4321 of 4000 tokens (limit 95%); compact or shorten the message",
+    )
+    error = from_agent_error(kernel)
+    assert error.message("en") == (
+        "The conversation has reached the context limit (4,321 of 4,000 tokens, 108 %; the "
+        "limit is 95 %); compact the session memory or shorten the message, then send again."
+    )
+    assert error.message("zh-CN") == (
+        "当前会话上下文已达到上限（4,321 / 4,000 个 token，108%；上限 95%），"
+        "请先压缩会话记忆或缩短消息后再发送。"
+    )
+    unknown = from_agent_error(AgentError(ErrorCode.CHAT_CONTEXT_LIMIT_REACHED, "too big"))
+    assert unknown.message("en").endswith("shorten the message, then send again.")
+    assert "too big" not in unknown.message("en")

@@ -14,6 +14,7 @@ from fakes.openai_server import text_reply
 from server_kit import Api, Workbench, wait_until
 from workbench_kit import T0, chat_record
 from youyou.adapters.storage.engine import create_engine
+from youyou.workbench.message_index import snippet
 from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.store.message_texts import MessageText
 from youyou.workbench.store.tables import message_texts
@@ -138,7 +139,9 @@ def test_sessions_from_before_the_index_are_indexed_at_start(
     assert [h["session"]["id"] for h in _search(again, "zookeeper")] == [sid]
 
 
-async def test_a_long_session_is_indexed_in_batches_once(store: WorkbenchStore) -> None:
+async def test_a_long_session_is_indexed_in_batches_once_and_deleted_with_it(
+    store: WorkbenchStore,
+) -> None:
     owner = await store.create_user("fay", "hash")
     other = await store.create_user("gil", "hash")
     chat = chat_record(owner.id, title="long")
@@ -154,3 +157,21 @@ async def test_a_long_session_is_indexed_in_batches_once(store: WorkbenchStore) 
     assert hit.message == texts[1233]
     assert await store.search_chat_sessions(other.id, "needle", limit=5, cursor=None) == ([], None)
     assert await store.unindexed_chat_sessions(10) == []
+    await store.save_tool_durations(chat.id, 1, {"call_1": 12})
+    assert await store.tool_durations(chat.id) == {(1, "call_1"): 12}
+    assert await store.delete_chat_session(chat.id)  # its rows go with it
+    assert await store.indexed_through(chat.id) == 0
+    assert await store.tool_durations(chat.id) == {}
+
+
+def test_a_snippet_marks_every_occurrence_even_where_folding_changes_lengths() -> None:
+    parts = snippet("İstanbul: Disk full on disk-2; DISK again", ["disk"])
+    assert [(p.text, p.match) for p in parts] == [
+        ("İstanbul: ", False),
+        ("Disk", True),
+        (" full on ", False),
+        ("disk", True),
+        ("-2; ", False),
+        ("DISK", True),
+        (" again", False),
+    ]

@@ -13,6 +13,7 @@ request, the log line (with the same request id) says why.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -128,6 +129,9 @@ CATALOG: dict[str, _Entry] = {
         "当前会话上下文已达到上限，请先压缩会话记忆或缩短消息后再发送。",
         "The conversation has reached the context limit; compact the session memory or "
         "shorten the message, then send again.",
+        "当前会话上下文已达到上限（{detail}），请先压缩会话记忆或缩短消息后再发送。",
+        "The conversation has reached the context limit ({detail}); compact the session "
+        "memory or shorten the message, then send again.",
     ),
     ApiCode.MODEL_ERROR: _Entry(
         502,
@@ -247,7 +251,27 @@ def from_agent_error(error: AgentError, model_id: str | None = None) -> ApiError
     if code is ApiCode.MODEL_ERROR:
         logger.warning("model %s failed: %s: %s", model_id, error.code, error.message)
         return ApiError(code, model_id)
+    if code is ApiCode.CHAT_CONTEXT_LIMIT_REACHED:
+        return ApiError(code, _context_use(error.message))
     return ApiError(code, redact(error.message))
+
+
+# The kernel's hard-limit refusal: "the request would use N of M tokens (limit P%); …"
+_CONTEXT_USE = re.compile(r"would use (\d+) of (\d+) tokens \(limit (\d+)%\)")
+
+
+def _context_use(message: str) -> Localized | None:
+    """The numbers of a hard-limit refusal in either language; the catalog's sentence says
+    the rest (the kernel's own advice would repeat it)."""
+    found = _CONTEXT_USE.search(message)
+    if found is None:
+        return None
+    used, window, limit = (int(n) for n in found.groups())
+    percent = used * 100 // window if window else 0
+    return Localized(
+        f"{used:,} of {window:,} tokens, {percent} %; the limit is {limit} %",
+        f"{used:,} / {window:,} 个 token，{percent}%；上限 {limit}%",
+    )
 
 
 async def agent_call(call: Awaitable[T], model_id: str | None = None) -> T:
