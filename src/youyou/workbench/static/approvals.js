@@ -1,3 +1,4 @@
+// @ts-check
 // Approval cards: a tool call that waits for the session owner's decision, shown in the
 // conversation with the tool, its arguments (pretty JSON), Approve and Deny with an optional
 // reason. Cards come from the session's pendingApprovals (on open and reload) and from the
