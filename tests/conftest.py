@@ -18,6 +18,7 @@ import pytest
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
+from youyou.ports.tracer import Tracer
 from youyou.workbench.store import WorkbenchStore
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -106,7 +107,9 @@ def start_workbench(
     ``process=True`` (signals, exit codes, the process's own log)."""
     started: list[Workbench] = []
 
-    def start(*args: str, process: bool = False, **config: Any) -> Workbench:
+    def start(
+        *args: str, process: bool = False, tracer: Tracer | None = None, **config: Any
+    ) -> Workbench:
         root = tmp_path / f"wb{len(started)}"
         root.mkdir()
         path = write_config(root, workbench_db, fake_model.base_url, **config)
@@ -114,7 +117,7 @@ def start_workbench(
         if args or process:
             server = Server(root, path, free_port()).start(*args)
         else:
-            server = InProcessServer(root, path, free_port()).start()
+            server = InProcessServer(root, path, free_port(), tracer=tracer).start()
         workbench = Workbench(server, fake_model)
         started.append(workbench)
         return workbench

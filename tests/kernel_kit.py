@@ -12,9 +12,12 @@ from youyou import (
     AgentBuilder,
     AgentConfig,
     AgentEvent,
+    ApprovalPolicy,
     CancellationToken,
     ModelInfo,
+    OutcomeStatus,
     ProviderCapability,
+    RunningTurn,
     ScriptedProvider,
     ScriptedResponse,
     ToolDescriptor,
@@ -50,6 +53,7 @@ class RecordingTool:
     name: str
     mutating: bool = False
     delay: float = 0.0
+    approval: ApprovalPolicy = "never"
     behaviour: Callable[[dict[str, Any]], Awaitable[ToolOutput]] | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
     started: list[float] = field(default_factory=list)
@@ -62,6 +66,7 @@ class RecordingTool:
             description=f"tool {self.name}",
             parameters_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
             mutating=self.mutating,
+            approval=self.approval,
         )
 
     async def call(self, tool_input: ToolInput, cancel: CancellationToken) -> ToolOutput:
@@ -116,3 +121,36 @@ def payload_as(payload: object, kind: type[T]) -> T:
     """``payload`` as the ``kind`` the test expects it to be (an event or ledger payload)."""
     assert isinstance(payload, kind), payload
     return payload
+
+
+WAIT_S = 15.0  # generous: a loaded machine, an MCP server answering
+
+
+class Watch:
+    """Consumes a running turn's events in the background, so a test can wait for one."""
+
+    def __init__(self, turn: RunningTurn) -> None:
+        self.turn = turn
+        self.events: list[AgentEvent] = []
+        self._changed = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        async for event in self.turn.events:
+            self.events.append(event)
+            self._changed.set()
+
+    def of(self, kind: str) -> list[Any]:
+        return [e.payload for e in self.events if e.payload.type == kind]
+
+    async def until(self, kind: str, count: int = 1) -> list[Any]:
+        async with asyncio.timeout(WAIT_S):
+            while len(self.of(kind)) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.of(kind)
+
+    async def done(self) -> OutcomeStatus:
+        async with asyncio.timeout(WAIT_S):
+            await self._task
+            return (await self.turn.join()).status

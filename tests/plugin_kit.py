@@ -17,17 +17,19 @@ from youyou.application.turn_engine import TurnOptions
 from youyou.domain.events import AgentEvent
 from youyou.domain.hooks import (
     Abort,
+    AskApproval,
     BeforeToolUsePatch,
     Continue,
     ContinueWith,
     HookKind,
     PluginDescriptor,
+    SkipApproval,
     TurnStartPatch,
 )
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.plugin import PluginRegistrar
 
-HookResult = Continue | ContinueWith[Any] | Abort
+HookResult = Continue | ContinueWith[Any] | Abort | AskApproval | SkipApproval
 Reply = HookResult | Exception | Callable[[Any], "HookResult | Awaitable[HookResult]"]
 """What a handler does: return a result, raise an exception, or compute from the payload."""
 

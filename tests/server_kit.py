@@ -29,6 +29,7 @@ import uvicorn
 from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from youyou.adapters.settings import load_settings
+from youyou.ports.tracer import Tracer
 from youyou.workbench.app import create_app
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.server import server_log_handler, uvicorn_config
@@ -55,9 +56,10 @@ def write_config(
     extra: str = "",
     memory: bool = False,
     memory_keys: str = "",
+    model_keys: str = "",
 ) -> Path:
-    """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` are more lines
-    of its ``[memory]`` table."""
+    """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` and
+    ``model_keys`` are more lines of its ``[memory]`` and ``[[providers.models]]`` tables."""
     config = root / "youyou.toml"
     config.write_text(
         f'[database]\nurl = "{database_url}"\n\n'
@@ -66,7 +68,7 @@ def write_config(
         f'[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{model_base_url}"\n'
         "max_attempts = 1\ntimeout_s = 20\n\n"
         f'[[providers.models]]\nid = "{MODEL}"\ncontext_window = {context_window}\n'
-        'capabilities = ["tool_use", "vision", "streaming"]\n',
+        f'capabilities = ["tool_use", "vision", "streaming"]\n{model_keys}\n',
         encoding="utf-8",
     )
     return config
@@ -187,10 +189,13 @@ class InProcessServer(_Listening):
     uvicorn configuration as ``youyou serve`` but no process start (a few hundred ms instead
     of seconds). Its log lines (the root logger's, while it runs) go to ``log_path``."""
 
-    def __init__(self, root: Path, config: Path, port: int) -> None:
+    def __init__(
+        self, root: Path, config: Path, port: int, *, tracer: Tracer | None = None
+    ) -> None:
         self.root = root
         self.config = config
         self.port = port
+        self.tracer = tracer  # instead of [telemetry]'s exporter: a test reading spans back
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._log_handler: logging.Handler | None = None
@@ -206,7 +211,7 @@ class InProcessServer(_Listening):
         self._capture_log()
         settings = load_settings(self.config)
         server_settings = settings.server.model_copy(update={"port": self.port})
-        app = create_app(settings, on_started=self._started)
+        app = create_app(settings, on_started=self._started, tracer=self.tracer)
         self._server = uvicorn.Server(uvicorn_config(server_settings, app))
         self._thread = threading.Thread(target=self._serve, args=(self._server,), daemon=True)
         self._thread.start()

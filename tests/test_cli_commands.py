@@ -248,3 +248,23 @@ def test_reasoning_is_collapsed_and_expands_on_request(cli: Cli) -> None:
     child.expect(loose("usage: /reasoning [show|full|brief]"))
     child.expect(PROMPT)
     quit_chat(child)
+
+
+def test_usage_shows_the_tokens_and_cost_of_this_run(cli: Cli) -> None:
+    """The scripted model reports a quarter of the answer's characters as output tokens."""
+    cli.write_config(
+        [{"text": "a" * 40}, {"text": "b" * 80}],
+        extra='\n[[providers.models]]\nid = "priced"\ncontext_window = 32000\n'
+        "input_price_per_mtok = 1.0\noutput_price_per_mtok = 10.0\n",
+    )
+    child = cli.spawn()
+    child.sendline("first")
+    child.expect(loose("turn 0 in / 10 out · cost 0.000100"))
+    child.expect(PROMPT)
+    child.sendline("second")
+    child.expect(loose("turn 0 in / 20 out · cost 0.000200"))
+    child.expect(PROMPT)
+    child.sendline("/usage")
+    child.expect(loose("this run: 2 turns, 0 in / 30 out · cost 0.000300"))
+    child.expect(PROMPT)
+    quit_chat(child)

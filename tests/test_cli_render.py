@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from youyou.adapters.settings import ModelPrice
 from youyou.cli.render import (
     JsonTurnView,
     PlainTurnView,
@@ -191,3 +192,25 @@ def test_reasoning_collapses_to_one_line_unless_expanded() -> None:
         expanded.handle(event)
     expanded.close()
     assert "then the inodes" in out.getvalue() and "▸ reasoning" not in out.getvalue()
+
+
+def test_each_turn_ends_with_its_tokens_and_its_cost_when_the_model_has_prices() -> None:
+    done = TurnComplete(
+        usage=Usage(input_tokens=1200, output_tokens=85, total_tokens=1285),
+        context=ContextUsage.of(800, 1000, True),
+    )
+    console, out = _console()
+    priced = RichTurnView(console, price=ModelPrice(2.5, 10.0))
+    for event in _events(TextDeltaEvent(text="ok"), done):
+        priced.handle(event)
+    priced.close()
+    assert "context 800 / 1,000 tokens (80.0 %)  ·  turn 1,200 in / 85 out · cost 0.003850" in (
+        out.getvalue()
+    )
+    assert priced.usage == done.usage
+    console, out = _console()
+    unpriced = RichTurnView(console)
+    for event in _events(done):
+        unpriced.handle(event)
+    unpriced.close()
+    assert "turn 1,200 in / 85 out" in out.getvalue() and "cost" not in out.getvalue()

@@ -8,6 +8,12 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from youyou.cli.transcript import print_transcript
+from youyou.domain.approvals import (
+    META_APPROVAL_DECIDED,
+    META_APPROVAL_REQUESTED,
+    ApprovalDecision,
+    PendingApproval,
+)
 from youyou.domain.content import FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord
 from youyou.domain.ledger import (
@@ -17,6 +23,7 @@ from youyou.domain.ledger import (
     SessionEventPayload,
     UserMessage,
 )
+from youyou.domain.ledger_metadata import metadata_event
 
 
 def _printed(*payloads: SessionEventPayload) -> str:
@@ -52,3 +59,34 @@ def test_a_compaction_boundary_shows_where_it_ends_and_its_summary() -> None:
     assert "[file a.txt: 3 chars]" in text and "[image image/png]" in text
     assert "⟳ compacted through #1: The user said hi. …" in text
     assert "⟳ compacted through #2: \n" in text
+
+
+def test_approvals_show_who_decided_what_and_when() -> None:
+    moment = datetime(2026, 1, 1, 9, 30, tzinfo=UTC)
+    request = PendingApproval(
+        call_id="c1",
+        tool_name="tickets__close_ticket",
+        arguments={"id": 42},
+        reason="this tool may change something",
+        requested_at=moment,
+    )
+    approved = ApprovalDecision(
+        call_id="c1",
+        tool_name="tickets__close_ticket",
+        decision="approve",
+        decided_by="alice",
+        decided_at=moment,
+        remember="session",
+    )
+    denied = approved.model_copy(
+        update={"decision": "deny", "decided_by": "bob", "reason": "not now", "remember": None}
+    )
+    text = _printed(
+        metadata_event(META_APPROVAL_REQUESTED, request),
+        metadata_event(META_APPROVAL_DECIDED, approved),
+        metadata_event(META_APPROVAL_DECIDED, denied),
+    )
+    local = moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    assert "⏸ asked for approval: this tool may change something" in text
+    assert f"✓ approved by alice at {local} (for the rest of the session)" in text
+    assert f"✗ denied by bob at {local}: not now" in text

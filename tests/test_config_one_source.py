@@ -26,6 +26,7 @@ from youyou.adapters.settings import (
     OpenAIProviderSettings,
     ProviderType,
     ScriptedProviderSettings,
+    TelemetrySettings,
     parse_settings,
 )
 from youyou.domain.config import AgentConfig, CompactionPolicy
@@ -135,6 +136,7 @@ def test_the_readme_shows_the_kernels_defaults() -> None:
         ("`[compaction]`", CompactionSettings),
         ("`[memory]`", MemorySettings),
         ("`[[providers.models]]`", ModelSettings),
+        ("`[telemetry]`", TelemetrySettings),
     ],
 )
 def test_the_configuration_reference_shows_the_real_defaults(

@@ -62,3 +62,4 @@ def _builtin_descriptors() -> list[ToolDescriptor]:
 def test_every_builtin_descriptor_passes_the_check_it_skips(descriptor: ToolDescriptor) -> None:
     assert ToolDescriptor.model_validate(descriptor.model_dump()) == descriptor
     assert not descriptor.mutating
+    assert descriptor.approval == "never"  # the kernel's own tools never ask a person

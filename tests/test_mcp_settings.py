@@ -87,3 +87,32 @@ def test_tool_filters_and_users() -> None:
     )
     assert [t for t in ("read", "write", "other") if server.offers(t)] == ["read"]
     assert server.users == ("alice",) and server.groups is None
+
+
+def test_approval_policy_and_per_tool_overrides() -> None:
+    (plain,) = servers({"id": "a", "command": "p"})
+    assert plain.approval == "mutating"
+    assert plain.approval_for("anything") == "mutating"
+    (server,) = servers(
+        {
+            "id": "t",
+            "command": "p",
+            "approval": "never",
+            "approve_tools": ["get_ticket"],
+            "ask_tools": ["close_ticket"],
+        }
+    )
+    assert [server.approval_for(t) for t in ("close_ticket", "get_ticket", "other")] == [
+        "always",
+        "never",
+        "never",
+    ]
+    assert "close_ticket: in both approve_tools and ask_tools" in refusal(
+        {
+            "id": "t",
+            "command": "p",
+            "approve_tools": ["close_ticket"],
+            "ask_tools": ["close_ticket"],
+        }
+    )
+    assert "approval" in refusal({"id": "t", "command": "p", "approval": "sometimes"})

@@ -269,6 +269,14 @@ def test_optional_sections(tmp_path: Path) -> None:
             "providers[].id: 'a' appears more than once",
         ),
         ("providers = 3\n", "providers: Input should be a valid"),
+        ("[telemetry]\nsample_ratio = 1.5\n", "telemetry.sample_ratio: Input should be less"),
+        ('[telemetry]\notlp_endpoint = "collector:4318"\n', "telemetry.otlp_endpoint: must be"),
+        ("[telemetry]\nrecord_prompts = true\n", "telemetry.record_prompts: Extra inputs"),
+        (
+            '[[providers]]\nid = "a"\ntype = "openai"\n'
+            '[[providers.models]]\nid = "m"\ncontext_window = 10\ninput_price_per_mtok = -1\n',
+            "providers[0].models[0].input_price_per_mtok: Input should be greater than or equal",
+        ),
     ],
 )
 def test_bad_input_names_the_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -357,3 +365,19 @@ def test_access_lists_gather_users_and_groups_by_entry(tmp_path: Path) -> None:
         "mcp_servers.grafana": (None, ("sre",)),
         "knowledge.ops": (("Carol",), None),
     }
+
+
+def test_prices_and_telemetry(tmp_path: Path) -> None:
+    text = (
+        '[telemetry]\nenabled = true\notlp_endpoint = "http://127.0.0.1:4318/v1/traces"\n'
+        "sample_ratio = 0.25\n\n"
+        '[[providers]]\nid = "a"\ntype = "openai"\n'
+        '[[providers.models]]\nid = "priced"\ncontext_window = 10\noutput_price_per_mtok = 8\n'
+        '[[providers.models]]\nid = "free"\ncontext_window = 10\n'
+    )
+    settings = load_settings(write(tmp_path, text), environ={})
+    assert settings.telemetry.enabled and settings.telemetry.sample_ratio == 0.25
+    assert settings.telemetry.record_content is False
+    prices = settings.model_prices()
+    assert list(prices) == ["priced"]  # a model without prices has no cost
+    assert prices["priced"].cost(1_000_000, 500_000) == 4.0  # no input price: input is free

@@ -49,7 +49,7 @@ async def _migrate(url: str, run: Migrate) -> None:
 
 @pytest.mark.parametrize(
     ("run", "table", "newest"),
-    [(migrate, VERSION_TABLE, "0002"), (migrate_workbench, WORKBENCH_VERSION_TABLE, "wb0005")],
+    [(migrate, VERSION_TABLE, "0002"), (migrate_workbench, WORKBENCH_VERSION_TABLE, "wb0006")],
     ids=["sessions", "workbench"],
 )
 async def test_a_newer_schema_revision_is_refused_and_left_alone(

@@ -74,7 +74,13 @@ def test_registration_can_be_turned_off(start_workbench: StartWorkbench) -> None
 def test_errors_use_one_envelope_in_chinese_or_english(start_workbench: StartWorkbench) -> None:
     wb = start_workbench()
     api = wb.user("carol")
-    zh = api.error("POST", "/chat/prompts", 400, json={"label": " ", "content": "x"})
+    zh = api.error(
+        "POST",
+        "/chat/prompts",
+        400,
+        json={"label": " ", "content": "x"},
+        headers={"Accept-Language": "zh-CN"},
+    )
     assert zh["code"] == "VALIDATION_INVALID_ARGUMENT"
     assert "label" in zh["message"] and "请求参数无效" in zh["message"]
     en = api.error(

@@ -221,14 +221,17 @@ def test_the_hard_limit_rejects_a_message_before_storing_it(
     first_exchange(api, sid)
     before = messages(api, sid)
     long_text = text_of_tokens(window)
-    frames = api.send(sid, long_text)
+    frames = api.send(sid, long_text, headers={"Accept-Language": "zh-CN"})
     assert frames[-1].event == "error"
     assert frames[-1].data["code"] == "CHAT_CONTEXT_LIMIT_REACHED"
     assert frames[-1].data["message"].startswith("当前会话上下文已达到上限")
     assert "turn_started" not in [f.event for f in frames]
     english = api.send(sid, long_text, headers={"Accept-Language": "en"})
     assert [f.event for f in english] == ["error"]
-    assert english[0].data["message"].startswith("The conversation has reached the context limit")
+    message = english[0].data["message"]
+    assert message.startswith("The conversation has reached the context limit (")
+    assert message.count("compact") == 1 and ".:" not in message  # said once, one sentence
+    assert f"of {window:,} tokens" in message
     assert all(long_text not in r.body.decode() for r in wb.model.requests)
     after = messages(api, sid)
     assert [(m["seq"], m["role"], m["content"]) for m in after] == [
@@ -271,7 +274,9 @@ def test_a_failed_summary_keeps_the_boundary(start_workbench: StartWorkbench) ->
     api.data("PUT", f"/chat/sessions/{sid}/memory", json={"mode": "context_70_percent"})
     used = first_exchange(api, sid)
     wb.model.enqueue(openai_error(500, "summary model down", error_type="server_error"))
-    frames = api.send(sid, text_of_tokens(int(window * 0.75) - used))
+    frames = api.send(
+        sid, text_of_tokens(int(window * 0.75) - used), headers={"Accept-Language": "zh-CN"}
+    )
     assert [f.event for f in frames] == ["error"]
     assert frames[0].data["code"] == "MODEL_ERROR"
     assert frames[0].data["message"].startswith("模型调用失败")

@@ -20,7 +20,7 @@ from fakes.openai_server import OpenAIStream, text_reply
 from mcp_kit import DEMO
 from server_kit import CLOSED_REGISTRATION, Api, Workbench, with_accounts
 from youyou.domain.skill_messages import violation
-from youyou.workbench.assembly import DEFAULT_PROMPT_CONTENT, MANDATORY_CHAT_INSTRUCTIONS
+from youyou.workbench.assembly import DEFAULT_PROMPT_CONTENTS, MANDATORY_CHAT_INSTRUCTIONS
 
 StartWorkbench = Callable[..., Workbench]
 
@@ -112,7 +112,11 @@ def test_prompt_create_update_delete_trims_fields(start_workbench: StartWorkbenc
     )
     assert (updated["id"], updated["label"], updated["content"]) == (created["id"], "Net", "Ping.")
     listed = api.data("GET", "/chat/configuration")["prompts"]
-    assert [p["label"] for p in listed] == ["默认提示词", "Net"]
+    assert [p["label"] for p in listed] == ["Default prompt", "Net"]
+    chinese = api.data("GET", "/chat/configuration", headers={"Accept-Language": "zh-CN"})[
+        "prompts"
+    ]
+    assert [p["label"] for p in chinese] == ["默认提示词", "Net"]
     api.data("DELETE", f"/chat/prompts/{created['id']}", 204)
     assert api.error("GET", f"/chat/prompts/{created['id']}", 404)["code"] == "NOT_FOUND"
     assert api.error("DELETE", f"/chat/prompts/{created['id']}", 404)["code"] == "NOT_FOUND"
@@ -171,7 +175,7 @@ def test_deleting_the_selected_prompt_falls_back_to_the_default(
     assert (prompt["id"], prompt["isDefault"], prompt["content"]) == (
         default,
         True,
-        DEFAULT_PROMPT_CONTENT,
+        DEFAULT_PROMPT_CONTENTS["en"],  # the language asked for; English by default
     )
     assert again["selection"]["systemPromptId"] == default
 
@@ -239,7 +243,7 @@ def test_each_skill_md_rule_is_enforced_by_the_upload(start_workbench: StartWork
     api = start_workbench().user("yann")
     for filename, content, rule in SINGLE_RULE_CASES:
         expected = violation(rule, length=65 if rule == "skill.name_length" else 1025)
-        zh = rejected(upload(api, content, filename))
+        zh = rejected(upload(api, content, filename, headers={"Accept-Language": "zh-CN"}))
         assert expected.message_zh in zh, (rule, zh)
         en = rejected(upload(api, content, filename, headers={"Accept-Language": "en"}))
         assert expected.message_en in en, (rule, en)
@@ -261,7 +265,7 @@ def test_a_file_breaking_several_rules_reports_all_of_them(
         "skill.name_double_hyphen",
         "skill.description_empty",
     ]
-    zh = rejected(upload(api, content, "skill.md"))
+    zh = rejected(upload(api, content, "skill.md", headers={"Accept-Language": "zh"}))
     en = rejected(upload(api, content, "skill.md", headers={"Accept-Language": "en-US,en"}))
     for rule in rules:
         assert violation(rule).message_zh in zh, rule
@@ -321,7 +325,7 @@ def test_each_send_assembles_instructions_prompt_and_skill_catalog(
     session = api.new_session()
     api.send(session["id"], "hello")
     assert before_mandatory(system_message(wb)) == "<system_instructions>"
-    assert DEFAULT_PROMPT_CONTENT in system_message(wb)
+    assert DEFAULT_PROMPT_CONTENTS["en"] in system_message(wb)
     assert "## Available Skills" not in system_message(wb)
     assert "get_current_time" in tool_names(wb) and "load_skill" not in tool_names(wb)
 
@@ -338,7 +342,7 @@ def test_each_send_assembles_instructions_prompt_and_skill_catalog(
     assert mandatory < system.index("PROMPT-ONE") < system.index("## Available Skills")
     assert "- **log-analysis**: Analyse application logs." in system
     assert "BODY-MARKER" not in system and "unselected" not in system
-    assert DEFAULT_PROMPT_CONTENT not in system
+    assert not any(content in system for content in DEFAULT_PROMPT_CONTENTS.values())
     assert {"get_current_time", "load_skill"} <= set(tool_names(wb))
 
     # the prompt's new text is read on the next send; the selection was not saved again

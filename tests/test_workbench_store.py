@@ -17,6 +17,7 @@ from workbench_kit import T0, chat_record
 from youyou.adapters.storage.engine import alembic_config, create_engine, upgrade_database
 from youyou.adapters.storage.tables import VERSION_TABLE as KERNEL_VERSION_TABLE
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.store import (
     ChatSessionRecord,
     OwnerAssets,
@@ -29,7 +30,7 @@ from youyou.workbench.store import (
     migrate_workbench,
 )
 from youyou.workbench.store.repository import MIGRATIONS
-from youyou.workbench.store.tables import VERSION_TABLE, metadata
+from youyou.workbench.store.tables import MESSAGE_TRGM_INDEX, VERSION_TABLE, metadata
 
 
 @pytest.fixture
@@ -63,6 +64,11 @@ def _workbench_schema(conn: Connection) -> dict[str, Any]:
     }
 
 
+def _optional_trigram_index(diff: Any) -> bool:
+    """The trigram index on message text, made only where pg_trgm can be installed."""
+    return bool(diff[0] == "remove_index" and diff[1].name == MESSAGE_TRGM_INDEX)
+
+
 async def _schema_of(url: str) -> dict[str, Any]:
     engine = create_engine(url)
     try:
@@ -79,9 +85,10 @@ async def test_migrations_build_the_declared_schema_beside_the_kernels(db_url: s
         await opened.close()
     await (await WorkbenchStore.open(db_url)).close()  # idempotent
     state = await _schema_of(db_url)
-    assert state["revision"] == "wb0005"
+    assert state["revision"] == "wb0006"
     assert state["kernel_revision"] is not None  # the kernel's chain is untouched
-    assert state["diff"] == []
+    assert [d for d in state["diff"] if not _optional_trigram_index(d)] == []
+    assert bool(state["diff"]) == db_url.startswith("postgresql")  # where pg_trgm installs
     assert set(metadata.tables) | {VERSION_TABLE, "sessions"} <= state["tables"]
 
 
@@ -351,7 +358,7 @@ async def _all_pages(
 async def test_chat_sessions_are_created_read_updated_and_deleted(
     store: WorkbenchStore, alice: UserRecord, bob: UserRecord
 ) -> None:
-    record = _chat(alice, "First chat", T0)
+    record = _chat(alice, UNTITLED_SESSION, T0)
     await store.create_chat_session(record)
     assert await store.chat_session(record.id) == record  # not owner-scoped: the API decides
     projection = SessionProjection(
@@ -372,6 +379,13 @@ async def test_chat_sessions_are_created_read_updated_and_deleted(
     page, _ = await store.list_chat_sessions(alice.id, limit=5, cursor=None, query="renamed")
     assert page == [updated]  # the folded title follows the title
     assert not await store.update_chat_session("missing", projection)
+    assert await store.rename_chat_session(record.id, "Chosen 标题")
+    assert await store.update_chat_session(record.id, replace(projection, title="Derived"))
+    renamed = await store.chat_session(record.id)
+    assert renamed == replace(updated, title="Chosen 标题")  # the user's title is kept
+    page, _ = await store.list_chat_sessions(alice.id, limit=5, cursor=None, query="chosen")
+    assert page == [renamed]
+    assert not await store.rename_chat_session("missing", "x")
     assert await store.list_chat_sessions(bob.id, limit=5, cursor=None, query=None) == ([], None)
     assert await store.delete_chat_session(record.id)
     assert not await store.delete_chat_session(record.id)

@@ -300,6 +300,22 @@ def test_tool_call_card_shows_arguments_duration_and_output(
     expect(card).to_contain_text("+08:00")
 
 
+def test_each_answer_shows_what_its_turn_used_live_and_after_a_reload(
+    start_workbench: StartWorkbench, open_page: OpenPage
+) -> None:
+    wb = start_workbench(model_keys="input_price_per_mtok = 2.5\noutput_price_per_mtok = 10")
+    wb.model.enqueue(text_reply("Rotate the logs.", prompt=1200, completion=85))
+    api = wb.user("uma")
+    session = api.new_session()
+    page = open_page(f"{wb.url}/#/chat/{session['id']}", user=api)
+    send(page, "What now?")
+    line = "1200 in · 85 out tokens · cost 0.003850"
+    expect(answer(page)).to_contain_text("Rotate the logs.")
+    expect(answer(page).locator(".usage")).to_have_text(line)
+    page.reload()
+    expect(answer(page).locator(".usage")).to_have_text(line)
+
+
 def test_stop_button_and_escape_cancel_and_mark_the_answer_incomplete(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:
@@ -314,7 +330,7 @@ def test_stop_button_and_escape_cancel_and_mark_the_answer_incomplete(
     expect(answer(page)).to_contain_text("Checking the disk")
     page.get_by_role("button", name="Stop (Esc)").click()
     expect(answer(page)).to_contain_text("Incomplete answer")
-    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
 
     send(page, "second question")
     expect(answer(page)).to_contain_text("Checking the disk")
@@ -338,7 +354,7 @@ def test_reload_mid_answer_reattaches_to_the_running_turn(
     page.reload()
     expect(answer(page)).to_contain_text("alpha beta gamma omega")
     expect(page.get_by_role("article", name="Assistant answer")).to_have_count(1)
-    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
 
 
 def test_the_wait_for_the_model_is_shown_until_the_answer_starts(
@@ -377,8 +393,9 @@ def test_dropped_connection_reattaches_after_the_last_event(
             };
         }"""
     )
-    expect(answer(page)).to_have_text(re.compile("alpha beta gamma omega$"))
-    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    # the body: the dim usage line under it follows once the turn is complete
+    expect(answer(page).locator(".msg-body")).to_have_text(re.compile("alpha beta gamma omega$"))
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
     assert f'GET /chat/sessions/{session["id"]}/stream HTTP/1.1" 200' in wb.server.log()
 
 
@@ -409,7 +426,8 @@ def test_draft_survives_reload_per_session_until_sent(
 def test_attachments_are_checked_and_sent_as_content_blocks(
     start_workbench: StartWorkbench, open_page: OpenPage
 ) -> None:
-    wb = start_workbench()
+    # The text-file limit shown and checked is the server's configured message size.
+    wb = start_workbench(extra="[server]\nmax_message_chars = 524288")
     api = wb.user("pia")
     session = api.new_session()
     page = open_page(f"{wb.url}/#/chat/{session['id']}", user=api)
@@ -542,7 +560,7 @@ def test_full_context_blocks_sending_until_compacted(
     expect(meter).to_have_attribute("aria-valuenow", re.compile(r"^9[5-9]"))
     expect(page.locator(".context-bar")).to_have_attribute("data-level", "danger")
     expect(page.get_by_role("alert")).to_contain_text("Compact the session memory to continue.")
-    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_disabled()
     requests = len(wb.model.requests)
     send(page, "one more")
     expect(page.get_by_role("article", name="Your message")).to_have_count(1)
@@ -550,7 +568,7 @@ def test_full_context_blocks_sending_until_compacted(
 
     wb.model.enqueue(text_reply("Summary: the logs were dumped."))
     page.get_by_role("button", name="Compact now").click()
-    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
     expect(page.get_by_role("alert")).to_have_count(0)
     assert float(meter.get_attribute("aria-valuenow") or "100") < 95
     expect(page.get_by_role("article", name="Your message")).to_contain_text("Compacted")
@@ -626,7 +644,9 @@ def test_configuration_prompts_skills_and_selection(
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name="Choose SKILL.md file").click()
     chooser.value.set_files(payload("SKILL.md", "text/markdown", BAD_SKILL))
-    rules = page.get_by_role("list", name="Rules SKILL.md fails").get_by_role("listitem")
+    rules = page.get_by_role("list", name="Rules SKILL.md (Disk--Triage-) fails").get_by_role(
+        "listitem"
+    )
     expect(rules).to_have_text(
         [
             "The skill name may only contain lowercase letters a-z, digits 0-9 and hyphens.",
@@ -646,7 +666,7 @@ def test_configuration_prompts_skills_and_selection(
     )
     skills = page.get_by_role("group", name="Skills available in chats")
     expect(skills.get_by_role("checkbox", name="disk-triage")).to_be_visible()
-    expect(page.get_by_role("list", name="Rules SKILL.md fails")).to_have_count(0)
+    expect(page.get_by_role("list", name="Rules SKILL.md (Disk--Triage-) fails")).to_have_count(0)
 
     page.get_by_role("button", name="View SKILL.md of disk-triage").click()
     viewer = page.get_by_role("dialog", name="SKILL.md of disk-triage")
@@ -715,7 +735,7 @@ def test_stream_parser_and_markdown_in_the_page(
         wire,
     )
     assert frames == [
-        {"note": "waiting for the model 3s"},
+        {"id": None, "event": "", "data": None, "note": "waiting for the model 3s"},
         {"id": 1, "event": "text_delta", "data": {"text": "a\nb"}},
         {"id": 2, "event": "turn_complete", "data": {}},
     ]
@@ -784,7 +804,9 @@ def test_screenshots_of_every_main_screen(
         with page.expect_file_chooser() as chooser:
             page.get_by_role("button", name="Choose SKILL.md file").click()
         chooser.value.set_files(payload("SKILL.md", "text/markdown", BAD_SKILL))
-        expect(page.get_by_role("list", name="Rules SKILL.md fails")).to_be_visible()
+        expect(
+            page.get_by_role("list", name="Rules SKILL.md (Disk--Triage-) fails")
+        ).to_be_visible()
         page.screenshot(path=out / f"configuration-{scheme}.png")
 
         wait_for(lambda: api.data("GET", "/chat/memories"))

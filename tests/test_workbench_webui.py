@@ -89,7 +89,7 @@ def test_the_web_ui_is_gzipped_and_cached_by_version(start_workbench: StartWorkb
             gzipped_js += int(asset.headers["content-length"])
             imports = re.findall(r'from\s*"(\./[^"]+)"', asset.text)
             assert all(i.endswith(f".js?v={version}") for i in imports), (name, imports)
-    assert gzipped_js < 40_000  # what the README states (measured: see there)
+    assert gzipped_js < 60_000  # what docs/web.md states (measured: see there)
     stale = http.get("/app.js", params={"v": "old"})
     assert stale.headers["cache-control"] == "no-cache"
     plain = httpx.get(f"{wb.url}/app.js", headers={"Accept-Encoding": "identity"})

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from youyou.api.running_turn import RunningTurn, TurnController
     from youyou.api.session import SessionHandle, UserInput
     from youyou.application.turn_engine import TurnOptions
+    from youyou.domain.approvals import ApprovalDecision, ApprovalPolicy, PendingApproval
     from youyou.domain.cancel import CancellationToken
     from youyou.domain.config import (
         AgentConfig,
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
     from youyou.domain.events import AgentEvent, ContextUsage
     from youyou.domain.hooks import (
         Abort,
+        AskApproval,
         BeforeToolUsePatch,
         Continue,
         ContinueWith,
         HookKind,
         PluginDescriptor,
+        SkipApproval,
         TurnStartPatch,
     )
     from youyou.domain.ledger import LedgerEvent, ToolOutput
@@ -76,6 +79,9 @@ __all__ = [
     "AgentConfig",
     "AgentError",
     "AgentEvent",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "AskApproval",
     "BeforeToolUsePatch",
     "CancellationToken",
     "CompactionPolicy",
@@ -96,6 +102,7 @@ __all__ = [
     "ModelInfo",
     "ModelProvider",
     "OutcomeStatus",
+    "PendingApproval",
     "Plugin",
     "PluginDescriptor",
     "PluginRegistrar",
@@ -113,6 +120,7 @@ __all__ = [
     "SessionStorage",
     "SessionSummary",
     "SkillDefinition",
+    "SkipApproval",
     "SummaryFailurePolicy",
     "TextBlock",
     "TokenCounter",
@@ -139,6 +147,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "youyou.api.running_turn": ("RunningTurn", "TurnController"),
     "youyou.api.session": ("SessionHandle", "UserInput"),
     "youyou.application.turn_engine": ("TurnOptions",),
+    "youyou.domain.approvals": ("ApprovalDecision", "ApprovalPolicy", "PendingApproval"),
     "youyou.domain.cancel": ("CancellationToken",),
     "youyou.domain.config": (
         "AgentConfig",
@@ -153,11 +162,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "youyou.domain.events": ("AgentEvent", "ContextUsage"),
     "youyou.domain.hooks": (
         "Abort",
+        "AskApproval",
         "BeforeToolUsePatch",
         "Continue",
         "ContinueWith",
         "HookKind",
         "PluginDescriptor",
+        "SkipApproval",
         "TurnStartPatch",
     ),
     "youyou.domain.ledger": ("LedgerEvent", "ToolOutput"),

@@ -8,6 +8,7 @@ from a directory of ``*/SKILL.md`` files are registered for explicit ``/name`` u
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -18,22 +19,25 @@ from typing import TYPE_CHECKING
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.providers.factory import build_providers
-from youyou.adapters.settings import Settings
+from youyou.adapters.settings import ModelPrice, Settings
 from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.tools.builtin import CurrentTimeTool
 from youyou.api.agent import Agent
 from youyou.api.builder import AgentBuilder
+from youyou.application.tracing import NOOP_TRACER
 from youyou.domain.config import AgentConfig
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError
 from youyou.ports.model_provider import ModelProvider
 from youyou.ports.tool import ToolHandler
+from youyou.ports.tracer import Tracer
 
 if TYPE_CHECKING:
     from youyou.adapters.knowledge import KnowledgeBase
     from youyou.adapters.memory.sql_base import SqlMemoryStorage
+    from youyou.adapters.telemetry.otel import Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,12 @@ class BuiltApp:
     mcp: McpToolbox = field(default_factory=lambda: McpToolbox(()))
     # Passages of [[knowledge]] sources and workbench uploads, on the session store's engine.
     knowledge: KnowledgeBase | None = None
+    # What the kernel's spans go to (the no-op tracer unless [telemetry] is on), and the
+    # exporter to flush on close when this build opened it.
+    tracer: Tracer = NOOP_TRACER
+    telemetry: Telemetry | None = None
+    # The prices of the models that have them, by model id: the cost of a turn.
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     async def tools(self) -> tuple[ToolHandler, ...]:
         """What ``youyou chat`` offers per send: the MCP tools, and ``search_knowledge`` over
@@ -78,6 +88,8 @@ class BuiltApp:
             if self.memory_storage is not None:
                 await self.memory_storage.close()
             await self.session_storage.close()
+            if self.telemetry is not None:
+                await asyncio.to_thread(self.telemetry.shutdown)  # exports what is pending
 
 
 def agent_config_from(settings: Settings, max_active_sessions: int | None = None) -> AgentConfig:
@@ -96,6 +108,7 @@ async def build_agent_from_settings(
     max_active_sessions: int | None = None,
     knowledge: bool = False,
     writer: str | None = None,
+    tracer: Tracer | None = None,
 ) -> BuiltApp:
     """Open the storages on ``settings.database.url`` (migrated) and build the agent.
 
@@ -106,6 +119,9 @@ async def build_agent_from_settings(
     database: every write of a session then holds its lease, so that one process at a time
     writes it (``[database] lease_ttl_s``).
 
+    ``tracer`` receives the kernel's spans; without one, ``[telemetry] enabled`` opens the
+    OpenTelemetry exporter (``youyou.adapters.telemetry``, imported only then).
+
     Invalid skill files do not stop the build: they are returned in ``skill_errors``.
     Anything opened here is closed again if a later step fails.
     """
@@ -113,6 +129,13 @@ async def build_agent_from_settings(
     providers = build_providers(settings, environ=env)
     skills_dir = skills_dir if skills_dir is not None else settings.skills.dir
     loaded = load_skills_dir(skills_dir) if skills_dir is not None else SkillsDirResult((), ())
+    telemetry: Telemetry | None = None
+    if tracer is None and settings.telemetry.enabled:
+        from youyou.adapters.telemetry import open_telemetry
+
+        telemetry = open_telemetry(settings.telemetry)
+        tracer = telemetry.tracer
+    tracer = tracer or NOOP_TRACER
     url = settings.database.url
     session_storage = await SqlSessionStorage.open(
         url, sqlite_synchronous=settings.database.sqlite_synchronous
@@ -127,6 +150,7 @@ async def build_agent_from_settings(
         if settings.memory.enabled:
             memory_storage = await open_memory_storage(url)
         builder = AgentBuilder(agent_config_from(settings, max_active_sessions))
+        builder.register_tracer(tracer)
         for provider in providers:
             builder.register_model_provider(provider)
         builder.register_tool(CurrentTimeTool())
@@ -146,6 +170,8 @@ async def build_agent_from_settings(
         if memory_storage is not None:
             await memory_storage.close()
         await session_storage.close()
+        if telemetry is not None:
+            telemetry.shutdown()
         raise
     return BuiltApp(
         agent,
@@ -156,4 +182,7 @@ async def build_agent_from_settings(
         tuple(providers),
         McpToolbox(settings.mcp_servers, environ=env),
         knowledge_base,
+        tracer,
+        telemetry,
+        settings.model_prices(),
     )

@@ -14,6 +14,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -34,6 +35,7 @@ from pydantic_core import ErrorDetails
 
 from youyou.adapters.private_files import data_dir
 from youyou.adapters.providers.scripted import DEMO_MODEL
+from youyou.domain.approvals import ApprovalPolicy
 from youyou.domain.config import (
     AgentConfig,
     AgentConfigBase,
@@ -189,6 +191,11 @@ class ServerSettings(_Section):
     registration_attempts: PositiveInt = 10
     registration_window_s: float = Field(3600.0, gt=0)
     """Sign-ups tried from one client address within the window; then 429."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks (``10.0.0.0/8``) of reverse proxies in front: a request from one
+    of them is taken to come from the address its ``X-Forwarded-For`` names (and its scheme
+    from ``X-Forwarded-Proto``), so the per-address limits count each client. Empty (the
+    default): the headers are ignored, since any client could forge them."""
     hash_concurrency: PositiveInt | None = None
     """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
     hash_queue: NonNegativeInt | None = None
@@ -210,6 +217,16 @@ class ServerSettings(_Section):
     user_stored_sessions: PositiveInt = 10_000
     user_prompts: PositiveInt = 500
     user_knowledge_documents: PositiveInt = 1_000
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network") from None
+        return entries
 
     @field_validator("registration", mode="before")
     @classmethod
@@ -312,6 +329,17 @@ class ProviderType(StrEnum):
     SCRIPTED = "scripted"
 
 
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (
+            input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
 class ModelSettings(_Section):
     id: str = Field(min_length=1)
     display_name: str | None = None
@@ -321,6 +349,16 @@ class ModelSettings(_Section):
     )
     api_name: str | None = None
     """The model name sent to the API when it differs from ``id`` (ids are globally unique)."""
+    input_price_per_mtok: float | None = Field(None, ge=0)
+    output_price_per_mtok: float | None = Field(None, ge=0)
+    """Prices per million input / output tokens (any currency, the same for every model): with
+    either set, each turn's cost is stored with its usage (the other counts as 0)."""
+
+    @property
+    def price(self) -> ModelPrice | None:
+        if self.input_price_per_mtok is None and self.output_price_per_mtok is None:
+            return None
+        return ModelPrice(self.input_price_per_mtok or 0.0, self.output_price_per_mtok or 0.0)
 
     def to_model_info(self) -> ModelInfo:
         return ModelInfo(
@@ -482,7 +520,10 @@ class McpServerSettings(_SecretsFromEnvironment):
     variable here that holds its value, so no secret is ever written into the file; the process
     sees only those plus a minimal safe set (PATH, HOME…). ``users`` and ``groups`` limit who
     gets the tools in the workbench (neither: everyone; see ``youyou.workbench.access``);
-    ``name`` is the old spelling of ``id``.
+    ``name`` is the old spelling of ``id``. ``approval`` is the tools' approval policy
+    (``mutating``: a tool without ``readOnlyHint: true`` asks a person first);
+    ``approve_tools`` / ``ask_tools`` name tools (server-side names) that never / always ask
+    (docs/approvals.md).
     """
 
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", validation_alias=AliasChoices("id", "name"))
@@ -498,6 +539,9 @@ class McpServerSettings(_SecretsFromEnvironment):
     disabled_tools: tuple[str, ...] = ()
     users: tuple[str, ...] | None = None
     groups: tuple[str, ...] | None = None
+    approval: ApprovalPolicy = "mutating"
+    approve_tools: tuple[str, ...] = ()
+    ask_tools: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -532,6 +576,12 @@ class McpServerSettings(_SecretsFromEnvironment):
         return names
 
     @model_validator(mode="after")
+    def _one_approval_per_tool(self) -> Self:
+        if both := sorted(set(self.approve_tools) & set(self.ask_tools)):
+            raise ValueError(f"{', '.join(both)}: in both approve_tools and ask_tools")
+        return self
+
+    @model_validator(mode="after")
     def _one_transport(self) -> Self:
         stdio_only = ("command", "args", "env", "cwd")
         http_only = ("url", "headers", "headers_env")
@@ -560,6 +610,14 @@ class McpServerSettings(_SecretsFromEnvironment):
         enabled = self.enabled_tools is None or tool_name in self.enabled_tools
         return enabled and tool_name not in self.disabled_tools
 
+    def approval_for(self, tool_name: str) -> ApprovalPolicy:
+        """The approval policy of one tool (server-side name): its list, else ``approval``."""
+        if tool_name in self.ask_tools:
+            return "always"
+        if tool_name in self.approve_tools:
+            return "never"
+        return self.approval
+
 
 class KnowledgeSourceSettings(_Section):
     """A directory of Markdown or text runbooks searched by ``search_knowledge``
@@ -577,6 +635,27 @@ class KnowledgeSourceSettings(_Section):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
+
+
+class TelemetrySettings(_Section):
+    """``[telemetry]``: OpenTelemetry traces (docs/telemetry.md), off by default; on, it
+    needs the ``otel`` extra."""
+
+    enabled: bool = False
+    otlp_endpoint: str | None = None
+    """OTLP over HTTP, e.g. ``http://127.0.0.1:4318/v1/traces``; unset: the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` variables."""
+    service_name: str = Field("youyou", min_length=1)
+    sample_ratio: float = Field(1.0, ge=0, le=1)
+    """Share of traces kept, decided once per trace (a kept request keeps all its spans)."""
+    record_content: bool = False
+    """Put messages, prompts, tool arguments and results into spans: they may hold secrets
+    and personal data, so only where the trace store may keep them."""
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _absolute_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_http_url(url)
 
 
 class SkillsSettings(_Section):
@@ -598,6 +677,7 @@ class Settings(_Section):
     providers: tuple[ProviderSettings, ...] = (DEMO_PROVIDER,)
     mcp_servers: tuple[McpServerSettings, ...] = ()
     knowledge: tuple[KnowledgeSourceSettings, ...] = ()
+    telemetry: TelemetrySettings = TelemetrySettings()
 
     @model_validator(mode="after")
     def _references(self) -> Self:
@@ -628,6 +708,15 @@ class Settings(_Section):
             where: (entry.users, entry.groups)
             for where, entry in entries
             if entry.users is not None or entry.groups is not None
+        }
+
+    def model_prices(self) -> dict[str, ModelPrice]:
+        """The models that have prices configured, by id."""
+        return {
+            model.id: model.price
+            for provider in self.providers
+            for model in provider.models
+            if model.price is not None
         }
 
     def model_ids(self) -> list[str]:

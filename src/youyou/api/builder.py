@@ -22,6 +22,7 @@ from youyou.application.token_estimator import (
     exactness_floor,
     warm_up,
 )
+from youyou.application.tracing import NOOP_TRACER
 from youyou.application.writer_lease import WriterLeases
 from youyou.domain.config import AgentConfig, validate_agent_config
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -36,6 +37,7 @@ from youyou.ports.session_lease import SessionLeases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.token_counter import TokenCounter
 from youyou.ports.tool import ToolHandler
+from youyou.ports.tracer import Tracer
 
 TokenCounterFactory = Callable[[str], TokenCounter]
 
@@ -69,6 +71,7 @@ class AgentBuilder:
         self._memory_storages: list[MemoryStorage] = []
         self._writers: list[WriterLeases] = []
         self._token_counter: TokenCounterFactory = _default_token_counter
+        self._tracer: Tracer = NOOP_TRACER
 
     def register_model_provider(self, provider: ModelProvider) -> AgentBuilder:
         self._providers.append(provider)
@@ -106,6 +109,12 @@ class AgentBuilder:
         self._writers.append(WriterLeases(leases, holder, ttl_s))
         return self
 
+    def register_tracer(self, tracer: Tracer) -> AgentBuilder:
+        """Spans of every turn, model request, tool run and compaction (docs/telemetry.md);
+        without one the kernel traces nothing and needs no tracing library."""
+        self._tracer = tracer
+        return self
+
     def with_token_counter(self, factory: TokenCounterFactory) -> AgentBuilder:
         """Token counter per model id (default: offline BPE per model family)."""
         self._token_counter = factory
@@ -135,8 +144,10 @@ class AgentBuilder:
         await plugins.initialize(self._plugins)
         memory_storage = self._memory_storages[0] if self._memory_storages else None
 
+        tracer = self._tracer
+
         async def complete(request: ChatRequest) -> str:
-            return await complete_text(models, request)
+            return await complete_text(models, request, tracer=tracer)
 
         counter_for = self._token_counter
         # Loading a counter can take ~0.5 s: pay it at build, off the event loop (an exact BPE
@@ -167,6 +178,7 @@ class AgentBuilder:
             ),
             estimator_for=estimator_for,
             writers=self._writers[0] if self._writers else None,
+            tracer=tracer,
         )
         return Agent(kernel)
 

@@ -5,17 +5,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from youyou.api.running_turn import RunningTurn
+from youyou.application import approvals
 from youyou.application.compaction import Compactor
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
 from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
+from youyou.domain.approvals import (
+    ApprovalDecision,
+    Decision,
+    PendingApproval,
+    Remember,
+    turn_origin,
+)
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, ResolvedSessionConfig
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.context import CompactionRecord, VisibleMessage
+from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ContextUsage
 from youyou.domain.hooks import SessionTerminationMode
-from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent
+from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, UserMessage
 from youyou.domain.ledger_metadata import MemoryModeChange, metadata_event
 from youyou.domain.model import ModelInfo
 from youyou.domain.session import SessionSummary
@@ -104,17 +113,103 @@ class SessionHandle:
         runtime = self._runtime
         self._sessions.require_usable(runtime)
         await self._sessions.begin_writing(runtime)
+        return await self._start(to_blocks(user_input), options, continuation=False)
+
+    async def _start(
+        self, blocks: tuple[ContentBlock, ...], options: TurnOptions | None, *, continuation: bool
+    ) -> RunningTurn:
+        runtime = self._runtime
         try:
+            if continuation:
+                blocks = self._continued_blocks()
             channel = self._engine.start(
                 runtime,
-                to_blocks(user_input),
+                blocks,
                 options or TurnOptions(),
                 on_end=lambda: self._sessions.end_writing(runtime),
+                continuation=continuation,
             )
         except BaseException:
             await self._sessions.end_writing(runtime)
             raise
         return RunningTurn(channel)
+
+    # -- tool approvals (docs/approvals.md) ---------------------------------------------
+
+    def pending_approvals(self) -> tuple[PendingApproval, ...]:
+        """Tool calls waiting for a person's decision, in call order: those of the running
+        turn, or of a turn whose process stopped while they waited (then see
+        ``continue_turn``). Expired requests are not listed: they count as denied."""
+        return approvals.pending_approvals(self._runtime, self._sessions.now())
+
+    async def decide_approval(
+        self,
+        call_id: str,
+        decision: Decision,
+        *,
+        decided_by: str,
+        reason: str | None = None,
+        remember: Remember | None = None,
+    ) -> ApprovalDecision:
+        """Approve or deny a waiting call; returns once the decision is in the ledger.
+
+        While the turn runs, it goes on at once (a denied call gives the model a result saying
+        so). With no turn running, the decision is recorded and ``continue_turn`` goes on.
+        ``remember="session"`` (with an approval) approves the tool for the rest of the
+        session. APPROVAL_NOT_FOUND for a call that never asked, APPROVAL_ALREADY_DECIDED for
+        one decided (by someone else or the timeout), cancelled or answered; SESSION_BUSY
+        while another process writes the session."""
+        return await approvals.decide(
+            self._runtime,
+            self._sessions,
+            self._sessions.now(),
+            call_id,
+            decision,
+            decided_by=decided_by,
+            reason=reason,
+            remember=remember,
+        )
+
+    @property
+    def can_continue_turn(self) -> bool:
+        """A turn stopped (its process died, or the session was closed) while calls waited for
+        approval, and every one is decided or expired: ``continue_turn`` answers them and goes
+        on."""
+        return approvals.can_continue(self._runtime, self._sessions.now())
+
+    async def continue_turn(self, *, options: TurnOptions | None = None) -> RunningTurn:
+        """Go on with a stopped turn whose calls are decided: approved calls run, denied and
+        expired ones get the denial, and the model answers, as in the turn that stopped.
+        TURN_BUSY while a turn runs or a call still waits for a decision; APPROVAL_NOT_FOUND
+        when no turn waits to go on."""
+        runtime = self._runtime
+        self._sessions.require_usable(runtime)
+        await self._sessions.begin_writing(runtime)  # may reload: decide on the fresh ledger
+        return await self._start((), options, continuation=True)
+
+    def _continued_blocks(self) -> tuple[ContentBlock, ...]:
+        runtime = self._runtime
+        if runtime.is_running:
+            raise AgentError(
+                ErrorCode.TURN_BUSY,
+                f"session {runtime.session_id} is running a turn",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        if not self.can_continue_turn:
+            if self.pending_approvals():
+                raise AgentError(
+                    ErrorCode.TURN_BUSY,
+                    f"session {runtime.session_id} has tool calls waiting for a decision",
+                    source=ErrorSource.SESSION_SERVICE,
+                )
+            raise AgentError(
+                ErrorCode.APPROVAL_NOT_FOUND,
+                f"session {runtime.session_id} has no turn waiting to go on",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        origin = turn_origin(runtime.events)
+        assert origin is not None and type(origin.payload) is UserMessage
+        return tuple(origin.payload.content)
 
     def cancel(self) -> None:
         """Cancel what runs in this session, a turn or a compaction; idempotent, nothing when

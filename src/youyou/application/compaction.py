@@ -17,6 +17,8 @@ from youyou.application.model_router import complete_text
 from youyou.application.prompt_builder import PromptInputs
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
+from youyou.application.tracing import compaction_span, end_compaction
+from youyou.domain.approvals import META_APPROVALS_REMEMBERED, RememberedTools
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.content import ContentBlock, TextBlock
@@ -166,6 +168,23 @@ class Compactor:
         messages = context.compactable(before_seq)
         if not messages or cancel.is_cancelled:
             return None
+        tracer = self._kernel.tracer
+        with compaction_span(tracer, runtime.session_id, len(messages), forced=force) as span:
+            record = await self._compact(runtime, messages, estimate, cancel, emit, force=force)
+            end_compaction(span, record)
+        return record
+
+    async def _compact(
+        self,
+        runtime: SessionRuntime,
+        messages: Sequence[VisibleMessage],
+        estimate: RequestEstimate,
+        cancel: CancellationToken,
+        emit: Callable[[AgentEventPayload], None] | None,
+        *,
+        force: bool,
+    ) -> CompactionRecord | None:
+        context = runtime.context
         abort = await self._kernel.plugins.before_compact(
             lambda cfg: BeforeCompactPayload(
                 runtime.session_id, len(messages), estimate.history, estimate.total, cfg
@@ -193,6 +212,11 @@ class Compactor:
             compacted_message_count=behind + (previous.compacted_message_count if previous else 0),
         )
         await self._sessions.record(runtime, metadata_event(META_CONTEXT_COMPACTION, record))
+        if runtime.approved_tools:  # a resume starts after the boundary: keep them in view
+            remembered = RememberedTools(tools=tuple(sorted(runtime.approved_tools)))
+            await self._sessions.record(
+                runtime, metadata_event(META_APPROVALS_REMEMBERED, remembered)
+            )
         context.rebuild(runtime.events, record)
         self._sessions.release_settled_events(runtime)
         if emit is not None:
@@ -228,7 +252,7 @@ class Compactor:
         failure: str
         try:
             text = await _unless_cancelled(
-                complete_text(self._kernel.models, request, cancel), cancel
+                complete_text(self._kernel.models, request, cancel, self._kernel.tracer), cancel
             )
             failure = "the model returned an empty summary"
         except AgentError as err:

@@ -13,6 +13,7 @@ from youyou.application.model_router import ModelRegistry
 from youyou.application.plugin_manager import PluginManager
 from youyou.application.prompt_builder import PromptBuilder
 from youyou.application.session_runtime import SessionRuntime
+from youyou.application.tracing import NOOP_TRACER
 from youyou.application.writer_lease import WriterLeases
 from youyou.domain.config import AgentConfig
 from youyou.domain.model import ModelInfo
@@ -20,6 +21,7 @@ from youyou.domain.skill import SkillDefinition
 from youyou.domain.templates import PHRASES, Phrases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.tool import ToolHandler
+from youyou.ports.tracer import Tracer
 
 
 def utc_now() -> datetime:
@@ -41,6 +43,8 @@ class Kernel:
     # One writer per session across processes; None: only this process's own guard.
     writers: WriterLeases | None = None
     clock: Callable[[], datetime] = utc_now
+    # Spans of turns, model requests, tools and compactions; the no-op one when tracing is off.
+    tracer: Tracer = NOOP_TRACER
 
     @property
     def phrases(self) -> Phrases:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from youyou.application.tracing import NOOP_TRACER, chat_span, end_chat
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.domain.model import ChatError, ChatRequest, ModelInfo, TextDelta
+from youyou.domain.model import ChatError, ChatRequest, Done, ModelInfo, TextDelta, Usage
 from youyou.ports.model_provider import ModelProvider
+from youyou.ports.tracer import Tracer
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,26 +53,42 @@ class ModelRegistry:
 
 
 async def complete_text(
-    registry: ModelRegistry, request: ChatRequest, cancel: CancellationToken | None = None
+    registry: ModelRegistry,
+    request: ChatRequest,
+    cancel: CancellationToken | None = None,
+    tracer: Tracer = NOOP_TRACER,
 ) -> str:
     """One tools-less request collected into text (compaction, memory extraction)."""
     provider = registry.route(request.model_id).provider
     parts: list[str] = []
-    try:
-        async for event in provider.chat(request, cancel or CancellationToken()):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-            elif isinstance(event, ChatError):
-                raise AgentError(
-                    ErrorCode.PROVIDER_ERROR,
-                    event.error.message,
-                    retryable=event.error.retryable,
-                    source=ErrorSource.PROVIDER,
-                )
-    except AgentError:
-        raise
-    except Exception as exc:
-        raise AgentError(
-            ErrorCode.PROVIDER_ERROR, f"provider failed: {exc}", source=ErrorSource.PROVIDER
-        ) from exc
-    return "".join(parts)
+    done: Done | None = None
+    with chat_span(tracer, request, provider.provider_id) as span:
+        try:
+            async for event in provider.chat(request, cancel or CancellationToken()):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                elif isinstance(event, Done):
+                    done = event
+                elif isinstance(event, ChatError):
+                    raise AgentError(
+                        ErrorCode.PROVIDER_ERROR,
+                        event.error.message,
+                        retryable=event.error.retryable,
+                        source=ErrorSource.PROVIDER,
+                    )
+        except AgentError:
+            raise
+        except Exception as exc:
+            raise AgentError(
+                ErrorCode.PROVIDER_ERROR, f"provider failed: {exc}", source=ErrorSource.PROVIDER
+            ) from exc
+        text = "".join(parts)
+        end_chat(
+            span,
+            tracer,
+            usage=done.usage if done else Usage(),
+            finish_reason=done.finish_reason if done else None,
+            error=None,
+            text=text,
+        )
+    return text

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from youyou.application.model_router import ModelRegistry
+from youyou.application.tracing import NOOP_TRACER, chat_span, end_chat
 from youyou.application.turn_stream import TurnChannel
 from youyou.domain.bulk import built
 from youyou.domain.content import valid_unicode, valid_unicode_value
@@ -24,6 +25,8 @@ from youyou.domain.model import (
     Usage,
 )
 from youyou.domain.tool import RequestedToolCall
+from youyou.ports.model_provider import ModelProvider
+from youyou.ports.tracer import Tracer
 
 # A stream that ends without saying how the response finished was cut (e.g. the connection
 # dropped): the answer may be incomplete, so it is a failure, never a complete answer.
@@ -58,13 +61,35 @@ async def _announce_waiting(channel: TurnChannel, every_s: float) -> None:
 
 
 async def stream_response(
-    models: ModelRegistry, request: ChatRequest, channel: TurnChannel, *, wait_notice_s: float
+    models: ModelRegistry,
+    request: ChatRequest,
+    channel: TurnChannel,
+    *,
+    wait_notice_s: float,
+    tracer: Tracer = NOOP_TRACER,
 ) -> ModelResponse:
     """Forward deltas as they arrive; a cancel interrupts the stream at once. Until the first
     event, ``ModelWaiting`` progress is emitted every ``wait_notice_s``. The model's text
     enters the kernel here, so it is made encodable here (``valid_unicode``) for the client
-    and the ledger alike."""
+    and the ledger alike. The request is one ``chat`` span (``application.tracing``)."""
     provider = models.route(request.model_id).provider
+    with chat_span(tracer, request, provider.provider_id) as span:
+        response = await _consume(provider, request, channel, wait_notice_s)
+        end_chat(
+            span,
+            tracer,
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            error=response.error,
+            text=response.full_text,
+            tool_calls=tuple(response.tool_calls),
+        )
+    return response
+
+
+async def _consume(
+    provider: ModelProvider, request: ChatRequest, channel: TurnChannel, wait_notice_s: float
+) -> ModelResponse:
     response = ModelResponse()
     waiting = asyncio.ensure_future(_announce_waiting(channel, wait_notice_s))
 

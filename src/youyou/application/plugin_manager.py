@@ -13,6 +13,7 @@ from youyou.domain.hooks import (
     Abort,
     AfterToolUseHandler,
     AfterToolUsePayload,
+    AskApproval,
     BeforeCompactHandler,
     BeforeCompactPayload,
     BeforeToolUseHandler,
@@ -26,6 +27,7 @@ from youyou.domain.hooks import (
     SessionEndPayload,
     SessionStartHandler,
     SessionStartPayload,
+    SkipApproval,
     TurnEndHandler,
     TurnEndPayload,
     TurnStartHandler,
@@ -96,6 +98,18 @@ class TurnStartOutcome:
 class BeforeToolUseOutcome:
     arguments: dict[str, Any]
     abort: Abort | None
+    approval: AskApproval | SkipApproval | None = None  # what the handlers said about asking
+
+
+def _stronger(
+    current: AskApproval | SkipApproval | None, new: AskApproval | SkipApproval
+) -> AskApproval | SkipApproval:
+    """Asking wins over skipping; among asks, the first reason is kept."""
+    if isinstance(current, AskApproval):
+        return current
+    if isinstance(new, AskApproval) or current is None:
+        return new
+    return current
 
 
 def _hook_failed(plugin_id: str, kind: HookKind, problem: str) -> AgentError:
@@ -112,13 +126,15 @@ async def _call(
     handler: Callable[[Payload], Awaitable[object]],
     payload: Payload,
     patch_type: type | None = None,
-) -> Continue | ContinueWith[Any] | Abort:
+) -> Continue | ContinueWith[Any] | Abort | AskApproval | SkipApproval:
     """Run one handler; raising or returning anything but a valid result is PLUGIN_ABORTED."""
     try:
         result = await handler(payload)
     except Exception as exc:
         raise _hook_failed(plugin_id, kind, f"raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, Continue | Abort):
+        return result
+    if kind is HookKind.BEFORE_TOOL_USE and isinstance(result, AskApproval | SkipApproval):
         return result
     if (
         patch_type is not None
@@ -129,6 +145,8 @@ async def _call(
     expected = "Continue or Abort"
     if patch_type is not None:
         expected = f"Continue, ContinueWith({patch_type.__name__}) or Abort"
+    if kind is HookKind.BEFORE_TOOL_USE:
+        expected = "Continue, ContinueWith(BeforeToolUsePatch), Abort, AskApproval or SkipApproval"
     raise _hook_failed(plugin_id, kind, f"returned {result!r}; expected {expected}")
 
 
@@ -241,7 +259,10 @@ class PluginManager:
 
         Each handler gets its own deep copy, and a patch is copied as it is taken: editing a
         payload in place, or a patch after returning it, changes nothing the kernel holds.
+        ``AskApproval`` / ``SkipApproval`` leave the arguments as they are; the first
+        ``AskApproval`` wins over any ``SkipApproval``.
         """
+        approval: AskApproval | SkipApproval | None = None
         for plugin_id, config, handler in self._hooks.before_tool_use:
             result = await _call(
                 plugin_id,
@@ -251,7 +272,9 @@ class PluginManager:
                 BeforeToolUsePatch,
             )
             if isinstance(result, Abort):
-                return BeforeToolUseOutcome(arguments, result)
+                return BeforeToolUseOutcome(arguments, result, approval)
             if isinstance(result, ContinueWith):
                 arguments = copy.deepcopy(result.patch.arguments)
-        return BeforeToolUseOutcome(arguments, None)
+            elif isinstance(result, AskApproval | SkipApproval):
+                approval = _stronger(approval, result)
+        return BeforeToolUseOutcome(arguments, None, approval)

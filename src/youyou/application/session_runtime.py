@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from youyou.application.approval_gate import ApprovalWaits
 from youyou.application.context_manager import ContextManager
 from youyou.application.request_builder import ChatRequestBuilder
 from youyou.domain.cancel import CancellationToken
@@ -83,6 +84,12 @@ class SessionRuntime:
     running_turn: Operation | None = None
     running_compaction: ManualCompaction | None = None
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    # Tools a person approved for the rest of the session (derived from the ledger on load).
+    approved_tools: set[str] = field(default_factory=set)
+    # Calls the running turn waits for in this process, and decisions being recorded while
+    # no turn runs (a second decision for the same call is refused meanwhile).
+    approval_waits: ApprovalWaits = field(default_factory=ApprovalWaits)
+    deciding: set[str] = field(default_factory=set)
     # Serializes ledger writes: a background memory checkpoint may write while a turn runs.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Serializes closes: a second close (or shutdown's) waits for the first one's result.

@@ -10,11 +10,13 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
 
 from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
+from youyou.domain.approvals import asked_in_last_turn, open_approvals, remembered_tools
 from youyou.domain.bulk import built, collector_paused
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
@@ -67,6 +69,9 @@ class SessionService:
         self._kernel = kernel
         self._opening: set[asyncio.Event] = set()  # creates and resumes not yet settled
 
+    def now(self) -> datetime:
+        return self._kernel.clock()
+
     # -- refusals and exclusive operations -----------------------------------------------
 
     def refusal(self, runtime: SessionRuntime) -> AgentError | None:
@@ -93,7 +98,7 @@ class SessionService:
         turn exclude each other (TURN_BUSY both ways). Close, shutdown and the session's cancel
         fire the yielded token and wait for the block to end."""
         self.require_usable(runtime)
-        if runtime.is_running:
+        if runtime.is_running or open_approvals(runtime.events):
             raise AgentError(
                 ErrorCode.TURN_BUSY,
                 f"session {runtime.session_id} is busy",
@@ -333,6 +338,7 @@ class SessionService:
         checkpoint = _checkpoint(head)
         runtime.last_memory_checkpoint_seq = checkpoint.last_seq
         runtime.events = list(events)
+        runtime.approved_tools = remembered_tools(runtime.events)
         runtime.last_seq = head.last_seq
         runtime.summary = head.summary
         with collector_paused():
@@ -516,12 +522,14 @@ _LEDGER_STATE = (
     "last_memory_checkpoint_seq",
     "pending_checkpoint",
     "requests",
+    "approved_tools",
 )
 
 
 def _unanswered_calls(runtime: SessionRuntime) -> list[ToolCall]:
-    """The calls of the last turn without a result, oldest first (only it can hold them)."""
-    answered: set[str] = set()
+    """The calls of the last turn without a result, oldest first (only it can hold them),
+    except those that asked a person for approval: the decision still answers them."""
+    answered = asked_in_last_turn(runtime.events)
     pending: list[ToolCall] = []
     for event in reversed(runtime.events):
         payload = event.payload

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from youyou.application.approval_gate import ApprovalGate
 from youyou.application.compaction import (
     Compactor,
     RequestEstimate,
@@ -30,7 +31,9 @@ from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
 from youyou.application.skill_resolver import SkillResolver
 from youyou.application.tool_dispatcher import BatchContext, ToolDispatcher
+from youyou.application.tracing import end_turn, turn_span
 from youyou.application.turn_stream import TurnChannel
+from youyou.domain.approvals import open_approvals, turn_origin
 from youyou.domain.content import ContentBlock, TextBlock, validate_user_input
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import (
@@ -46,6 +49,7 @@ from youyou.domain.ledger import (
     AssistantMessage,
     MessageStatus,
     SystemMessage,
+    ToolCall,
     ToolOutput,
     UserMessage,
 )
@@ -88,6 +92,7 @@ class _Turn:
     injections: tuple[ResolvedSkillInjection, ...]
     options: TurnOptions
     tools: Mapping[str, ToolHandler]
+    continuation: bool = False  # goes on with a turn whose calls waited for approval
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     final_output: tuple[ContentBlock, ...] = ()
@@ -108,7 +113,7 @@ class TurnEngine:
         self._kernel = kernel
         self._sessions = sessions
         self._resolver = SkillResolver(kernel.skills)
-        self._dispatcher = ToolDispatcher(kernel.plugins)
+        self._dispatcher = ToolDispatcher(kernel.plugins, kernel.tracer)
         self._compactor = Compactor(kernel, sessions)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -118,14 +123,24 @@ class TurnEngine:
         blocks: Sequence[ContentBlock],
         options: TurnOptions,
         on_end: Callable[[], Awaitable[None]] | None = None,
+        *,
+        continuation: bool = False,
     ) -> TurnChannel:
-        """Synchronous refusals (nothing written): closed, INPUT_VALIDATION, TURN_BUSY, skills.
-        ``on_end`` runs when the turn has ended, before its outcome is told."""
+        """Synchronous refusals (nothing written): closed, INPUT_VALIDATION, TURN_BUSY (also
+        while calls of a stopped turn wait for approval), skills. ``on_end`` runs when the turn
+        has ended, before its outcome is told. ``continuation``: ``blocks`` are the stopped
+        turn's user message, and the turn answers its decided calls instead of writing one."""
         if runtime.turn_state in (TurnState.CLOSING, TurnState.CLOSED):
             raise _error(ErrorCode.SESSION_NOT_FOUND, f"session {runtime.session_id} is closed")
         validate_user_input(blocks)
         if runtime.is_running:
             raise _error(ErrorCode.TURN_BUSY, f"session {runtime.session_id} is running a turn")
+        if not continuation and open_approvals(runtime.events):
+            raise _error(
+                ErrorCode.TURN_BUSY,
+                f"session {runtime.session_id} has tool calls waiting for approval: "
+                "decide them, then continue the turn",
+            )
         injections = self._resolver.resolve(blocks, options.skills)
         tools = dict(self._kernel.tools)
         for tool in options.extra_tools:
@@ -134,7 +149,7 @@ class TurnEngine:
         unsubscribe = runtime.cancel.on_cancel(channel.cancel)
         runtime.turn_state = TurnState.RUNNING
         runtime.running_turn = channel
-        turn = _Turn(runtime, channel, tuple(blocks), injections, options, tools)
+        turn = _Turn(runtime, channel, tuple(blocks), injections, options, tools, continuation)
         task = asyncio.get_running_loop().create_task(self._run(turn, on_end))
         self._tasks.add(task)  # the loop keeps only weak references to tasks
 
@@ -146,6 +161,17 @@ class TurnEngine:
         return channel
 
     async def _run(self, turn: _Turn, on_end: Callable[[], Awaitable[None]] | None) -> None:
+        """The turn inside its span: the model, tool and compaction spans are its children."""
+        runtime, channel = turn.runtime, turn.channel
+        with turn_span(
+            self._kernel.tracer, runtime.session_id, channel.turn_id, runtime.model.model_id
+        ) as span:
+            outcome = await self._run_to_outcome(turn, on_end)
+            end_turn(span, outcome, turn.usage, turn.tool_calls)
+
+    async def _run_to_outcome(
+        self, turn: _Turn, on_end: Callable[[], Awaitable[None]] | None
+    ) -> TurnOutcome:
         channel = turn.channel
         outcome: TurnOutcome | None = None
         try:
@@ -174,6 +200,7 @@ class TurnEngine:
                 except Exception:
                     logger.warning("ending turn %s", channel.turn_id, exc_info=True)
             channel.finish(outcome)
+        return outcome
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -195,6 +222,8 @@ class TurnEngine:
                 f"turn aborted by a plugin: {start.abort.reason}",
                 source=ErrorSource.PLUGIN_MANAGER,
             )
+        if turn.continuation:
+            return await self._continue(turn, start.dynamic_sections)
         # A failed turn may have left tool calls without results; no provider accepts that.
         await self._sessions.answer_interrupted_calls(runtime)
         prompt = await self._render_prompt(turn, start.dynamic_sections)
@@ -218,6 +247,43 @@ class TurnEngine:
         augmentation = TurnAugmentation(user.seq, turn.injections)
         cancelled = await self._loop(turn, prompt, augmentation, estimate)
         return await self._finish(turn, prompt, cancelled=cancelled)
+
+    async def _continue(self, turn: _Turn, sections: tuple[str, ...]) -> TurnOutcome:
+        """Answer the calls a stopped turn left to a person's decision, then go on as the turn
+        would have: the model reads the results and answers."""
+        runtime, channel = turn.runtime, turn.channel
+        prompt = await self._render_prompt(turn, sections)
+        estimate = request_estimate(runtime, prompt.system_prompt, turn.injections)
+        origin = turn_origin(runtime.events)
+        assert origin is not None  # calls waiting for approval belong to a turn
+        turn.tool_calls = sum(
+            1 for e in runtime.events if e.seq > origin.seq and type(e.payload) is ToolCall
+        )
+        channel.emit(TurnStarted(user_message_seq=origin.seq))
+        await self._dispatcher.finish_open(self._batch(turn), open_approvals(runtime.events))
+        cancelled = channel.cancel_token.is_cancelled or await self._loop(
+            turn, prompt, TurnAugmentation(origin.seq, turn.injections), estimate
+        )
+        return await self._finish(turn, prompt, cancelled=cancelled)
+
+    def _batch(self, turn: _Turn) -> BatchContext:
+        runtime = turn.runtime
+        return BatchContext(
+            session_id=runtime.session_id,
+            turn_id=turn.channel.turn_id,
+            cancel=turn.channel.cancel_token,
+            timeout_s=runtime.resolved.runtime_policy.tool_timeout_ms / 1000,
+            tools=turn.tools,
+            record=lambda payload: self._sessions.record(runtime, payload),
+            emit=turn.channel.emit,
+            gate=ApprovalGate(
+                runtime.approval_waits,
+                self._kernel.config.approval_timeout_s,
+                self._kernel.clock,
+                runtime.approved_tools,
+            ),
+            stopping=lambda: self._sessions.refusal(runtime) is not None,
+        )
 
     async def _render_prompt(self, turn: _Turn, sections: tuple[str, ...]) -> RenderedPrompt:
         runtime = turn.runtime
@@ -293,6 +359,7 @@ class TurnEngine:
                 request,
                 channel,
                 wait_notice_s=self._kernel.config.model_wait_notice_ms / 1000,
+                tracer=self._kernel.tracer,
             )
             turn.usage = turn.usage + response.usage
             if response.cancelled:
@@ -332,15 +399,7 @@ class TurnEngine:
                 await self._sessions.record(
                     runtime, AssistantMessage(content=_text_blocks(response.full_text))
                 )
-            batch = BatchContext(
-                session_id=runtime.session_id,
-                turn_id=channel.turn_id,
-                cancel=channel.cancel_token,
-                timeout_s=policy.tool_timeout_ms / 1000,
-                tools=turn.tools,
-                record=lambda payload: self._sessions.record(runtime, payload),
-                emit=channel.emit,
-            )
+            batch = self._batch(turn)
             limit = policy.max_tool_calls_per_turn
             if turn.tool_calls + len(response.tool_calls) > limit:
                 # The calls stay in the ledger, each answered with why it did not run.

@@ -10,17 +10,18 @@ from contextlib import suppress
 from rich.console import Console
 from rich.text import Text
 
-from youyou.adapters.settings import memory_mode_name
+from youyou.adapters.settings import ModelPrice, memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
+from youyou.cli.approvals import Approver
 from youyou.cli.pending_memories import PendingExtractions, extract_pending
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
-from youyou.cli.runtime import Interrupts, on_interrupt, run_turn
+from youyou.cli.runtime import Interrupts, ask_approval, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.domain.model import ProviderCapability
+from youyou.domain.model import ProviderCapability, Usage
 from youyou.domain.turn import OutcomeStatus, TurnOutcome
 from youyou.ports.tool import ToolHandler
 
@@ -38,9 +39,11 @@ class Chat:
         interrupts: Interrupts,
         close_timeout_s: float,
         pending: PendingExtractions | None = None,
+        approver: Approver | None = None,
     ) -> None:
         """``close_timeout_s``: how long closing a session waits for its memory extraction;
-        ``pending``: where an extraction that takes longer is handed to the next start."""
+        ``pending``: where an extraction that takes longer is handed to the next start;
+        ``approver``: who decides tool calls that wait for approval."""
         self.app = app
         self.console = console
         self.session = session
@@ -50,16 +53,25 @@ class Chat:
         self.interrupts = interrupts
         self.close_timeout_s = close_timeout_s
         self.pending = pending
+        self.approver = approver
         self._catching_up: asyncio.Future[None] | None = None
         # The last turn failed in the provider: a memory extraction would wait on it again.
         self.provider_failed = False
         # A storage failure was shown: closing meets the same cause and says it only once.
         self.storage_failed = False
         self._told_failures: dict[str, str] = {}
+        # What the completed turns of this run used (``/usage``), across sessions.
+        self.used = Usage()
+        self.turns_used = 0
 
     @property
     def model_id(self) -> str:
         return self.session.config.pinned.model_id
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The session model's prices, when ``[[providers.models]]`` has them."""
+        return self.app.prices.get(self.model_id)
 
     def banner(self) -> Text:
         return Text.assemble(
@@ -84,20 +96,26 @@ class Chat:
         """One turn; errors are shown, never raised. Attachments go out with this message."""
         blocks: list[ContentBlock] = [TextBlock(text=text), *self.attachments]
         try:
-            view = RichTurnView(self.console, expand_reasoning=self.expand_reasoning)
+            view = RichTurnView(
+                self.console, expand_reasoning=self.expand_reasoning, price=self.price
+            )
             outcome = await self.run(blocks, view)
         except AgentError as error:
             self.show_error(error)
             return None
+        if view.usage is not None:
+            self.used = self.used + view.usage
+            self.turns_used += 1
         self.last_reasoning = view.reasoning_log
         self.attachments.clear()
         if outcome.status is not OutcomeStatus.COMPLETED:
             self.console.print(context_line(self.session.usage()))
         return outcome
 
-    async def run(self, blocks: list[ContentBlock], view: TurnView) -> TurnOutcome:
+    async def run(self, blocks: list[ContentBlock] | None, view: TurnView) -> TurnOutcome:
         """One turn as the session's only writer (the kernel raises SESSION_BUSY while another
-        process writes it, and reloads a session another process appended to)."""
+        process writes it, and reloads a session another process appended to); ``None``
+        continues a stopped turn whose calls are decided."""
         reloads = self.session.reloads
         outcome = await run_turn(
             self.session,
@@ -106,11 +124,27 @@ class Chat:
             self.interrupts,
             self.tools,
             started=lambda: self._tell_reload(reloads),
+            approver=self.approver,
         )
         failed = outcome.error.code if outcome.error is not None else None
         self.provider_failed = failed is ErrorCode.PROVIDER_ERROR
         self.storage_failed |= failed is ErrorCode.STORAGE_ERROR  # shown by the turn's view
         return outcome
+
+    async def finish_stopped_turn(self, view: TurnView | None = None) -> None:
+        """A resumed session whose turn stopped while calls waited for approval: ask about
+        them, then go on with the turn (Ctrl+C at a question leaves it for later)."""
+        if self.approver is None:
+            return
+        for request in self.session.pending_approvals():
+            self.console.print(Text("this session's last turn waits for approval", style="yellow"))
+            if not await ask_approval(self.session, None, self.approver, request):
+                return
+        if self.session.can_continue_turn:
+            try:
+                await self.run(None, view or RichTurnView(self.console))
+            except AgentError as error:
+                self.show_error(error)
 
     async def tools(self) -> tuple[ToolHandler, ...]:
         """The tools offered per send; an MCP server that did not start is said once (and
@@ -258,6 +292,7 @@ class Chat:
         await self.replace_session(lambda: self.app.agent.resume_session(session_id))
         if self.session.session_id == session_id:
             await self.show_history()
+            await self.finish_stopped_turn()
 
     async def show_history(self) -> None:
         """The latest stored events of the session (compacted ones included), then usage."""

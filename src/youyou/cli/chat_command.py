@@ -15,6 +15,7 @@ from rich.text import Text
 from youyou.adapters.settings import Settings, load_settings
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, build_agent_from_settings
+from youyou.cli.approvals import approver_for
 from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
@@ -58,6 +59,7 @@ class ChatOptions:
     model: str | None = None
     skills_dir: Path | None = None
     attach: tuple[Path, ...] = ()
+    approve_all: bool = False
 
 
 @asynccontextmanager
@@ -105,13 +107,17 @@ async def run_chat(options: ChatOptions) -> int:
             session = await _open_session(app, options)
             if is_offline_model(settings, session.config.pinned.model_id):
                 err_console.print(OFFLINE_NOTE, style="dim", markup=False)
+            console = err_console if message is not None else Console(highlight=False)
             chat = Chat(
                 app,
-                err_console if message is not None else Console(highlight=False),
+                console,
                 session,
                 interrupts=interrupts,
                 close_timeout_s=settings.memory.close_timeout_s,
                 pending=_pending_extractions(),
+                approver=approver_for(
+                    console, terminal=sys.stdin.isatty(), approve_all=options.approve_all
+                ),
             )
             try:
                 if message is not None:
@@ -164,6 +170,7 @@ async def _one_shot(chat: Chat, blocks: list[ContentBlock], options: ChatOptions
     else:
         view = PlainTurnView()
     try:
+        await chat.finish_stopped_turn(view)
         outcome = await chat.run(blocks, view)
     except AgentError as error:
         chat.show_error(error)
@@ -187,6 +194,7 @@ async def _interactive(chat: Chat, *, resumed: bool) -> int:
     await chat.start_tools()
     if resumed:
         await chat.show_history()
+        await chat.finish_stopped_turn()
     prompt = build_prompt(
         _history_file(),
         [s.name for s in app.skills],

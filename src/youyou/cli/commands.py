@@ -13,7 +13,7 @@ from youyou.adapters.settings import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.cli.attachments import describe, read_attachment
 from youyou.cli.chat import Chat
-from youyou.cli.render import context_line
+from youyou.cli.render import context_line, usage_text
 from youyou.cli.transcript import (
     find_by_prefix,
     memories_table,
@@ -107,6 +107,10 @@ async def _usage(chat: Chat, _: str) -> bool:
         )
     )
     chat.console.print(context_line(chat.session.usage()))
+    price = chat.price  # this run's turns are priced at the current model's prices
+    cost = price.cost(chat.used.input_tokens, chat.used.output_tokens) if price else None
+    label = f"this run: {chat.turns_used} turns,"
+    chat.console.print(Text(usage_text(chat.used, cost, label), style="dim"))
     return True
 
 
@@ -224,7 +228,7 @@ COMMANDS: dict[str, Command] = {
         Command(
             "mode", "|".join(MEMORY_MODE_NAMES), "when history is compacted automatically", _mode
         ),
-        Command("usage", "", "session, model and context usage", _usage),
+        Command("usage", "", "session, model, context and token usage", _usage),
         Command(
             "sessions",
             "[QUERY]",

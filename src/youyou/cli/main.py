@@ -1,5 +1,5 @@
 """The ``youyou`` console script: ``chat``, ``serve``, ``sessions list|show|delete``,
-``db upgrade``, ``mcp list``, ``kb index|search``, ``users …``, ``groups …``."""
+``db upgrade|backup``, ``mcp list``, ``kb index|search``, ``users …``, ``groups …``."""
 
 from __future__ import annotations
 
@@ -106,6 +106,14 @@ def chat(
             help="With -m: a text file or image to send along.",
         ),
     ] = None,
+    approve_all: Annotated[
+        bool,
+        typer.Option(
+            "--approve-all",
+            help="Approve every tool call that asks for approval, without asking "
+            "(otherwise a terminal asks, and a stdin that is not one denies).",
+        ),
+    ] = False,
 ) -> None:
     """Chat with the agent (interactive), or answer one message with -m."""
     if json and message is None:
@@ -120,6 +128,7 @@ def chat(
         model=model,
         skills_dir=skills,
         attach=tuple(attach or ()),
+        approve_all=approve_all,
     )
     _run(run_chat(options))
 
@@ -245,18 +254,25 @@ def sessions_delete(session_id: SessionId, config: ConfigOption = None) -> None:
 @db_app.command("upgrade")
 def db_upgrade(config: ConfigOption = None) -> None:
     """Apply pending schema migrations to the configured database."""
-    from rich.console import Console
+    from youyou.cli.db_command import run_db_upgrade
 
-    from youyou.adapters.settings import load_settings
-    from youyou.adapters.storage.engine import upgrade_database
+    _run(run_db_upgrade(config))
 
-    async def main() -> int:
-        url = load_settings(config).database.url
-        await upgrade_database(url)
-        Console().print(f"database is up to date: {_redacted(url)}")
-        return 0
 
-    _run(main())
+@db_app.command("backup", short_help="Write a consistent copy of the configured database.")
+def db_backup(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="File to write the copy to.")],
+    config: ConfigOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Replace PATH if it exists.")
+    ] = False,
+) -> None:
+    """Write a consistent copy of the configured database to PATH, while it is in use: SQLite
+    through its online backup, PostgreSQL through pg_dump (custom format, for pg_restore)."""
+    from youyou.cli.db_command import run_db_backup
+    from youyou.cli.runtime import guarded
+
+    _finish(guarded(lambda: run_db_backup(config, path, force=force)))
 
 
 @mcp_app.command("list", short_help="Start each [[mcp_servers]] entry and show its tools.")
@@ -285,12 +301,6 @@ def kb_search(
     from youyou.cli.kb_command import run_kb_search
 
     _run(run_kb_search(config, query, top_k))
-
-
-def _redacted(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 if __name__ == "__main__":

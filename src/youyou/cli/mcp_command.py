@@ -11,6 +11,7 @@ from rich.text import Text
 from youyou.adapters.mcp import McpServerReport, McpToolbox
 from youyou.adapters.settings import load_settings
 from youyou.cli.runtime import EXIT_FAILED, EXIT_OK
+from youyou.domain.approvals import approval_reason
 
 NO_SERVERS = "no MCP servers configured: add [[mcp_servers]] to youyou.toml (see docs/mcp.md)"
 
@@ -40,11 +41,12 @@ def _print_report(out: Console, report: McpServerReport) -> None:
     if not report.tools:
         return
     table = Table(box=None, padding=(0, 2), show_edge=False)
-    for column in ("model name", "server name", "kind"):
+    for column in ("model name", "server name", "kind", "approval"):
         table.add_column(column, no_wrap=True)
     table.add_column("description", overflow="fold")
     for descriptor, remote in zip(report.tools, report.remote_names, strict=True):
         kind = "mutating" if descriptor.mutating else "read-only"
+        asks = approval_reason(descriptor.approval, descriptor.mutating) is not None
         summary = descriptor.description.strip().split("\n", 1)[0]
-        table.add_row(descriptor.name, remote, kind, summary)
+        table.add_row(descriptor.name, remote, kind, "asks" if asks else "runs", summary)
     out.print(table)

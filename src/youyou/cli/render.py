@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from youyou.adapters.settings import ModelPrice
 from youyou.adapters.tools.load_skill import DISPLAY_KEY
 from youyou.domain.errors import AgentError
 from youyou.domain.events import (
@@ -34,6 +35,7 @@ from youyou.domain.events import (
     TurnComplete,
 )
 from youyou.domain.ledger import ToolOutput
+from youyou.domain.model import Usage
 
 WARN_PERCENT = 70.0
 DANGER_PERCENT = 95.0
@@ -65,6 +67,12 @@ def tool_result_line(output: ToolOutput) -> str:
     """What the UI shows of a result: the tool's display line if it gave one (``load_skill``)."""
     display = (output.metadata or {}).get(DISPLAY_KEY)
     return shorten(display if isinstance(display, str) else output.content, _RESULT_MAX)
+
+
+def usage_text(usage: Usage, cost: float | None, label: str = "turn") -> str:
+    """``turn 1,200 in / 85 out`` tokens, and the cost when the model has prices."""
+    text = f"{label} {usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    return text if cost is None else f"{text} · cost {cost:.6f}"
 
 
 def context_line(usage: ContextUsage) -> Text:
@@ -132,9 +140,18 @@ class RichTurnView:
     ``reasoning_log`` holds the turn's full reasoning for ``/reasoning``.
     """
 
-    def __init__(self, console: Console, *, expand_reasoning: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        expand_reasoning: bool = False,
+        price: ModelPrice | None = None,
+    ) -> None:
+        """``price``: the model's, for the cost shown after each turn."""
         self._console = console
         self._expand_reasoning = expand_reasoning
+        self._price = price
+        self.usage: Usage | None = None  # what the turn used, once it completed
         self.reasoning_log = ""
         self._text = ""
         self._reasoning = ""
@@ -189,8 +206,12 @@ class RichTurnView:
             )
         elif isinstance(payload, TurnComplete):
             self._flush_all()
+            self.usage = used = payload.usage
+            cost = self._price.cost(used.input_tokens, used.output_tokens) if self._price else None
+            spent = Text(usage_text(used, cost), style="dim")
             if payload.context is not None:
-                self._print(context_line(payload.context))
+                spent = Text.assemble(context_line(payload.context), ("  ·  ", "dim"), spent)
+            self._print(spent)
         elif isinstance(payload, TurnCancelled):
             self._flush_all()
             self._print(Text("⏹ cancelled: the answer above is incomplete", style="yellow"))

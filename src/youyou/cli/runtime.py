@@ -20,10 +20,14 @@ from youyou.adapters.private_files import data_dir as youyou_data_dir
 from youyou.adapters.private_files import private_directory, private_file
 from youyou.adapters.settings import Settings
 from youyou.adapters.storage.engine import LOCK_WAIT_NOTICE
+from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
+from youyou.cli.approvals import Approver, decider
 from youyou.cli.render import TurnView, agent_error_text
+from youyou.domain.approvals import PendingApproval
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.events import ToolApprovalRequested
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.tool import ToolHandler
@@ -211,23 +215,29 @@ async def in_daemon_thread(work: Callable[[], T]) -> T:
 
 async def run_turn(
     session: SessionHandle,
-    user_input: UserInput,
+    user_input: UserInput | None,
     view: TurnView,
     interrupts: Interrupts,
     extra_tools: Callable[[], Awaitable[tuple[ToolHandler, ...]]] | None = None,
     started: Callable[[], object] = lambda: None,
+    approver: Approver | None = None,
 ) -> TurnOutcome:
     """Stream one turn into ``view``; Ctrl+C or SIGTERM cancels it (the partial answer is kept).
 
     ``extra_tools`` (MCP tools, ``search_knowledge``) is asked on every send, for a model
     with tool use only. ``started`` is called once the turn has started, before its events
-    are shown.
+    are shown. ``user_input=None`` continues a stopped turn whose calls are decided. A call
+    waiting for approval is put to ``approver`` (without one it waits for its timeout).
     A refusal before the turn starts (INPUT_VALIDATION, SKILL_NOT_FOUND…) raises AgentError.
     """
     tool_use = ProviderCapability.TOOL_USE in session.model.capabilities
     tools = await extra_tools() if tool_use and extra_tools is not None else ()
     options = TurnOptions(offer_tools=tool_use, extra_tools=tools)
-    turn = await session.send_message(user_input, options=options)
+    turn = (
+        await session.continue_turn(options=options)
+        if user_input is None
+        else await session.send_message(user_input, options=options)
+    )
     started()
     with interrupts.routed(turn.cancel):
         if interrupts.terminated:  # SIGTERM came before the turn could be cancelled
@@ -235,9 +245,67 @@ async def run_turn(
         try:
             async for event in turn.events:
                 view.handle(event)
+                payload = event.payload
+                if isinstance(payload, ToolApprovalRequested) and approver is not None:
+                    await ask_approval(session, turn, approver, payload, view)
         finally:
             view.close()
         return await turn.join()
+
+
+async def ask_approval(
+    session: SessionHandle,
+    turn: RunningTurn | None,
+    approver: Approver,
+    request: PendingApproval,
+    view: TurnView | None = None,
+) -> bool:
+    """Put one waiting call to the person; False when there was no answer (Ctrl+C), which
+    cancels ``turn``. The question is withdrawn when the call stops waiting meanwhile (the
+    turn was cancelled, e.g. by SIGTERM, the timeout or someone else decided)."""
+    if view is not None:
+        view.close()  # the question needs the terminal: the live region stops meanwhile
+    asking = asyncio.ensure_future(approver.ask(request))
+    watching = asyncio.ensure_future(_until_decided_elsewhere(session, request.call_id))
+    try:
+        await asyncio.wait({asking, watching}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        asking.cancel()
+        raise
+    finally:
+        watching.cancel()
+    if not asking.done():  # cancelled (SIGTERM), timed out, or decided by someone else
+        asking.cancel()
+        await asyncio.wait({asking})
+        err_console.print(f"{request.tool_name}: no longer waits for an answer", style="dim")
+        return True
+    answer = asking.result()
+    if answer is None:
+        if turn is not None:
+            turn.cancel()
+        return False
+    try:
+        await session.decide_approval(
+            request.call_id,
+            answer.decision,
+            decided_by=decider(),
+            reason=answer.reason,
+            remember=answer.remember,
+        )
+    except AgentError as error:
+        if error.code is not ErrorCode.APPROVAL_ALREADY_DECIDED:
+            raise
+        err_console.print(agent_error_text(error))
+    return True
+
+
+async def _until_decided_elsewhere(session: SessionHandle, call_id: str) -> None:
+    """Returns once the call no longer waits for a decision from here (the kernel tells no
+    one in particular: the session's list is read a few times a second)."""
+    while True:
+        if all(p.call_id != call_id for p in session.pending_approvals()):
+            return
+        await asyncio.sleep(0.2)
 
 
 def run(main: Coroutine[Any, Any, int]) -> int:

@@ -10,6 +10,12 @@ from rich.table import Table
 from rich.text import Text
 
 from youyou.cli.render import format_arguments, shorten, tool_result_line
+from youyou.domain.approvals import (
+    META_APPROVAL_DECIDED,
+    META_APPROVAL_REQUESTED,
+    ApprovalDecision,
+    PendingApproval,
+)
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock
 from youyou.domain.context import CompactionRecord
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
@@ -127,6 +133,16 @@ def _blocks_text(blocks: Sequence[ContentBlock]) -> str:
     return "\n\n".join(parts)
 
 
+def _decision_line(decision: ApprovalDecision) -> str:
+    """Who allowed or refused a call, and when: the audit trail of an approval."""
+    verb = "approved" if decision.decision == "approve" else "denied"
+    line = f"  {'✓' if verb == 'approved' else '✗'} {verb} by {decision.decided_by} at "
+    line += decision.decided_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    if decision.remember == "session":
+        line += " (for the rest of the session)"
+    return line + (f": {decision.reason}" if decision.reason else "")
+
+
 def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
     """Messages in ledger order, tool calls under their turn, compaction boundaries marked."""
     from rich.markdown import Markdown  # ~0.04 s: not for a ``youyou chat`` that shows none
@@ -151,6 +167,14 @@ def print_transcript(console: Console, events: Sequence[LedgerEvent]) -> None:
             )
         elif isinstance(payload, ToolResult):
             console.print(Text(f"  ← {tool_result_line(payload.result.output)}", style="dim"))
+        elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_REQUESTED:
+            request = read_metadata(event, PendingApproval)
+            assert request is not None
+            console.print(Text(f"  ⏸ asked for approval: {request.reason}", style="yellow"))
+        elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_DECIDED:
+            decision = read_metadata(event, ApprovalDecision)
+            assert decision is not None
+            console.print(Text(_decision_line(decision), style="yellow"))
         elif isinstance(payload, Metadata) and payload.key == META_CONTEXT_COMPACTION:
             record = read_metadata(event, CompactionRecord)
             assert record is not None

@@ -136,6 +136,9 @@ class AgentConfigBase(_Frozen):
     """While a model request has not answered, a ``model_waiting`` event this often."""
     language: Language = Language.EN
     """The language of the fixed texts the kernel shows the model (markers, instructions)."""
+    approval_timeout_s: float = Field(900, ge=0)
+    """How long a tool call waits for a person's approval before it counts as denied; 0 waits
+    without limit."""
 
 
 class AgentConfig(_KernelConfig, AgentConfigBase):

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from youyou.domain.approvals import ApprovalDecision, PendingApproval
 from youyou.domain.context import CompactionMode
 from youyou.domain.ledger import ToolOutput
 from youyou.domain.model import Usage
@@ -53,6 +54,18 @@ class ToolCallEnd(_Payload):
     tool_name: str
     output: ToolOutput
     duration_ms: int
+
+
+class ToolApprovalRequested(PendingApproval):
+    """A call waits for a person's decision (recorded before it is emitted)."""
+
+    type: Literal["tool_approval_requested"] = "tool_approval_requested"
+
+
+class ToolApprovalDecided(ApprovalDecision):
+    """A person (or the timeout) decided a waiting call (recorded before it is emitted)."""
+
+    type: Literal["tool_approval_decided"] = "tool_approval_decided"
 
 
 class ContextCompacted(_Payload):
@@ -102,6 +115,8 @@ AgentEventPayload = Annotated[
     | ModelWaiting
     | ToolCallStart
     | ToolCallEnd
+    | ToolApprovalRequested
+    | ToolApprovalDecided
     | ContextCompacted
     | TurnComplete
     | TurnCancelled

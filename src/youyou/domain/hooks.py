@@ -1,7 +1,8 @@
 """Typed hook payloads and results (see docs/architecture.md, 'Plugin hooks').
 
-Only TurnStart and BeforeToolUse handlers may return ``ContinueWith``; the handler type
-aliases below make any other hook returning a patch a type error.
+Only TurnStart and BeforeToolUse handlers may return ``ContinueWith``, and only BeforeToolUse
+handlers ``AskApproval`` / ``SkipApproval``; the handler type aliases below make any other hook
+returning them a type error.
 """
 
 from __future__ import annotations
@@ -45,6 +46,20 @@ class ContinueWith(Generic[P]):
 @dataclass(frozen=True, slots=True)
 class Abort:
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AskApproval:
+    """BeforeToolUse only: this call waits for a person's approval, whatever the tool's policy
+    (and even for a tool approved for the rest of the session)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkipApproval:
+    """BeforeToolUse only: this call runs without asking, whatever the tool's policy (unless
+    another handler returns ``AskApproval``: asking wins)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +149,9 @@ class BeforeCompactPayload:
 
 ObserveResult = Continue | Abort
 TurnStartResult = Continue | ContinueWith[TurnStartPatch] | Abort
-BeforeToolUseResult = Continue | ContinueWith[BeforeToolUsePatch] | Abort
+BeforeToolUseResult = (
+    Continue | ContinueWith[BeforeToolUsePatch] | Abort | AskApproval | SkipApproval
+)
 
 SessionStartHandler = Callable[[SessionStartPayload], Awaitable[ObserveResult]]
 SessionEndHandler = Callable[[SessionEndPayload], Awaitable[ObserveResult]]

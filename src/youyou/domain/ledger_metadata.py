@@ -4,6 +4,8 @@ Each metadata key has one model (the session profile is ``SessionPinnedConfig``,
 boundary ``CompactionRecord``, the others are below): events are written with
 ``metadata_event(key, record)`` and read back with ``read_metadata(event, Model)``, so no code
 picks dictionary keys out of a payload, and a malformed value fails loudly where it is read.
+The records of tool approvals (``PendingApproval``, ``ApprovalDecision``, ``RememberedTools``)
+live with their rules in ``domain/approvals.py``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from youyou.domain.approvals import ApprovalPolicy
 from youyou.domain.content import valid_unicode, valid_unicode_value
 from youyou.domain.ledger import ToolOutput
 from youyou.domain.templates import TOOL_OUTPUT_LIMIT_BYTES, TOOL_OUTPUT_TRUNCATED_SUFFIX
@@ -22,6 +23,10 @@ class _Frozen(BaseModel):
 class ToolDescriptor(_Frozen):
     """``validate_arguments=False`` hands calls to the handler unchecked: only for a tool whose
     own answer to bad arguments serves the model better than the schema's messages.
+
+    ``approval``: ``never`` runs every call at once, ``always`` asks a person first,
+    ``mutating`` asks unless the tool is read-only (``mutating=False``). ``server_id`` names
+    the MCP server a tool comes from (shown with an approval request).
     """
 
     name: str
@@ -31,6 +36,8 @@ class ToolDescriptor(_Frozen):
     )
     mutating: bool = False
     validate_arguments: bool = True
+    approval: ApprovalPolicy = "never"
+    server_id: str | None = None
 
     @model_validator(mode="after")
     def _schema_is_valid(self) -> ToolDescriptor:
@@ -56,6 +63,8 @@ class ToolDescriptor(_Frozen):
             parameters_schema=parameters_schema,
             mutating=False,
             validate_arguments=validate_arguments,
+            approval="never",
+            server_id=None,
         )
 
 

@@ -7,6 +7,7 @@ from youyou.ports.session_lease import SessionLeases
 from youyou.ports.session_storage import SessionStorage
 from youyou.ports.token_counter import TokenCounter
 from youyou.ports.tool import ToolHandler
+from youyou.ports.tracer import Tracer, TraceSpan
 
 __all__ = [
     "MemoryStorage",
@@ -17,4 +18,6 @@ __all__ = [
     "SessionStorage",
     "TokenCounter",
     "ToolHandler",
+    "TraceSpan",
+    "Tracer",
 ]

@@ -17,6 +17,7 @@ from youyou import __version__
 from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
 from youyou.domain.errors import AgentError
+from youyou.ports.tracer import Tracer
 from youyou.workbench.access import (
     AccessLists,
     bind_access_lists,
@@ -32,8 +33,20 @@ from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.openapi import describe_real_responses
-from youyou.workbench.routes import admin, assets, auth, chat, knowledge, ops
+from youyou.workbench.routes import (
+    admin,
+    assets,
+    auth,
+    chat,
+    knowledge,
+    ops,
+    session_export,
+    session_search,
+    ui_settings,
+    usage,
+)
 from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.validation import field_problems
 from youyou.workbench.webui import WebUi, serve_web_ui
 
 logger = logging.getLogger(__name__)
@@ -56,18 +69,10 @@ def workbench_settings(settings: Settings) -> Settings:
 
 def _error_response(request: Request, error: ApiError) -> Response:
     language = language_of(request.headers.get("accept-language"))
-    body = error_body(error.code, language, error.detail, request_id(request))
+    body = error_body(error, language, request_id(request))
     return Response(
         body, status_code=error.status, media_type="application/json", headers=error.headers
     )
-
-
-def _field_problems(exc: RequestValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"] if part != "body")
-        problems.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
-    return "; ".join(problems)
 
 
 async def _prepared_accounts(settings: Settings) -> AccessLists:
@@ -83,11 +88,15 @@ async def _prepared_accounts(settings: Settings) -> AccessLists:
 
 
 def create_app(
-    settings: Settings, *, on_started: Callable[[SessionHub], None] | None = None
+    settings: Settings,
+    *,
+    on_started: Callable[[SessionHub], None] | None = None,
+    tracer: Tracer | None = None,
 ) -> FastAPI:
     """The app, with no effect on the process: ``on_started`` (given by ``youyou serve``'s
     process setup) runs once the hub is up, for what belongs to a whole process (signal
-    handlers, garbage-collector tuning)."""
+    handlers, garbage-collector tuning). ``tracer`` takes the spans instead of the exporter
+    of ``[telemetry]`` (an embedding program's, or a test's)."""
     metrics = Metrics()
     settings = workbench_settings(settings)
 
@@ -95,7 +104,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
         access = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(settings, knowledge=True)
+        built = await build_agent_from_settings(settings, knowledge=True, tracer=tracer)
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -114,6 +123,7 @@ def create_app(
             built.knowledge,
             memories=built.memory_storage,
             access=access,
+            prices=settings.model_prices(),
         )
         authenticator = Authenticator(
             store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
@@ -151,8 +161,12 @@ def create_app(
         admin.router,
         assets.router,
         knowledge.router,
+        session_search.router,  # before chat's /chat/sessions/{session_id}
         chat.router,
+        session_export.router,
+        usage.router,
         ops.router,
+        ui_settings.router,
     )
     for router in routers:
         app.include_router(router)
@@ -165,7 +179,7 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
         return _error_response(
-            request, ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, _field_problems(exc))
+            request, ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, field_problems(exc.errors()))
         )
 
     @app.exception_handler(StarletteHTTPException)

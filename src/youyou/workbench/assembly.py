@@ -9,7 +9,7 @@ that selection; ``/name`` of a selected skill injects its body for one turn.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from youyou.adapters.tools.load_skill import LoadSkillTool, render_skill_catalog
@@ -17,6 +17,7 @@ from youyou.application.turn_engine import TurnOptions
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SKILL_FILENAME, parse_skill_md
 from youyou.ports.tool import ToolHandler
+from youyou.workbench.errors import Language
 from youyou.workbench.store import PromptRecord, SkillRecord, WorkbenchStore
 
 MANDATORY_CHAT_INSTRUCTIONS = (
@@ -28,10 +29,36 @@ MANDATORY_CHAT_INSTRUCTIONS = (
     "or log lines; call get_current_time before answering anything that depends on the "
     "current time. The user's selected prompt is a preference and cannot lift these rules."
 )
-DEFAULT_PROMPT_LABEL = "默认提示词"
-DEFAULT_PROMPT_CONTENT = (
-    "你是一名经验丰富的 SRE。先确认影响范围和现象，再给出可执行、可回滚的排查步骤；结论要说明依据。"
-)
+# The prompt every user starts with, in each language of the API. It is stored in Chinese (as
+# it always was); while its label or text is still the shipped one it is shown, and sent to
+# the model, in the language of the request.
+DEFAULT_PROMPT_LABELS: dict[Language, str] = {"en": "Default prompt", "zh-CN": "默认提示词"}
+DEFAULT_PROMPT_CONTENTS: dict[Language, str] = {
+    "en": (
+        "You are an experienced SRE. First establish the impact and the symptoms, then give "
+        "troubleshooting steps that can be carried out and rolled back; say what each "
+        "conclusion rests on."
+    ),
+    "zh-CN": (
+        "你是一名经验丰富的 SRE。先确认影响范围和现象，再给出可执行、可回滚的排查步骤；"
+        "结论要说明依据。"
+    ),
+}
+DEFAULT_PROMPT_LABEL = DEFAULT_PROMPT_LABELS["zh-CN"]
+DEFAULT_PROMPT_CONTENT = DEFAULT_PROMPT_CONTENTS["zh-CN"]
+
+
+def in_language(prompt: PromptRecord, language: Language) -> PromptRecord:
+    """The default prompt's shipped label and text in ``language``; anything a user wrote
+    stays as written."""
+    if not prompt.is_default:
+        return prompt
+    label, content = prompt.label, prompt.content
+    if label in DEFAULT_PROMPT_LABELS.values():
+        label = DEFAULT_PROMPT_LABELS[language]
+    if content in DEFAULT_PROMPT_CONTENTS.values():
+        content = DEFAULT_PROMPT_CONTENTS[language]
+    return replace(prompt, label=label, content=content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +108,13 @@ async def turn_options(
     *,
     tool_use: bool,
     tools: Sequence[ToolHandler] = (),
+    language: Language = "en",
 ) -> TurnOptions:
     """Without tool use the model gets no tools and no catalog (it could not load a skill);
     ``/name`` of a selected skill still works. ``tools`` are the user's MCP tools."""
     config = await read_configuration(store, owner_id)
-    prompt = next(p for p in config.prompts if p.id == config.system_prompt_id)
+    selected = next(p for p in config.prompts if p.id == config.system_prompt_id)
+    prompt = in_language(selected, language)
     by_id = {s.id: s for s in config.skills}
     skills = tuple(skill_definition(by_id[i].content) for i in config.skill_ids)
     offered = skills if tool_use else ()

@@ -16,13 +16,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from youyou.adapters.settings import Settings
+from youyou.application.tracing import NOOP_TRACER
 from youyou.bootstrap import BuiltApp
 from youyou.domain.errors import AgentError
+from youyou.ports.tracer import SpanKind, Tracer, TraceSpan
 from youyou.workbench.auth import Authenticator
 from youyou.workbench.errors import (
     ApiError,
     Language,
-    catalog_message,
     from_agent_error,
     language_of,
 )
@@ -33,14 +34,17 @@ from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.store import UserRecord, WorkbenchStore
 
 request_id_var: ContextVar[str] = ContextVar("youyou_request_id", default="-")
+trace_id_var: ContextVar[str] = ContextVar("youyou_trace_id", default="-")
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class RequestIdFilter(logging.Filter):
-    """Puts the current request id on every log record (``-`` outside a request)."""
+    """Puts the current request id on every log record (``-`` outside a request), and the
+    request's trace id (``-`` when it is not traced)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
+        record.trace_id = trace_id_var.get()
         return True
 
 
@@ -55,9 +59,9 @@ class Workbench:
     oidc: OidcLogin | None = None  # single sign-on, when [server.oidc] is configured
 
 
-def error_body(code: str, language: Language, detail: str | None, request_id: str) -> bytes:
-    message = catalog_message(code, language, detail)
-    payload = {"error": {"code": code, "message": message}, "requestId": request_id}
+def error_body(error: ApiError, language: Language, request_id: str) -> bytes:
+    message = error.message(language)
+    payload = {"error": {"code": error.code.value, "message": message}, "requestId": request_id}
     return json.dumps(payload, ensure_ascii=False).encode()
 
 
@@ -95,6 +99,7 @@ class RequestContext:
         request_id = given if _CLIENT_REQUEST_ID.match(given) else uuid.uuid4().hex
         token = request_id_var.set(request_id)
         scope.setdefault("state", {})["request_id"] = request_id
+        method = scope["method"]
         status = 500
 
         async def send_with_id(message: Message) -> None:
@@ -108,22 +113,47 @@ class RequestContext:
                 ]
             await send(message)
 
-        try:
+        attributes = {
+            "http.request.method": method,
+            "url.path": scope["path"],
+            "youyou.request_id": request_id,
+        }
+        with _tracer_of(scope).span(method, attributes, SpanKind.SERVER) as span:
+            trace_token = trace_id_var.set(span.trace_id or "-")
             try:
-                body = await read_body(scope, headers, receive, self.limits)
-                refuse_nul(scope, headers, body)
-            except AgentError as exc:
-                await _send_error(send_with_id, from_agent_error(exc), headers, request_id)
-                return
-            except ApiError as exc:
-                await _send_error(send_with_id, exc, headers, request_id)
-                return
-            await self.app(scope, _replay(body, receive), send_with_id)
-        finally:
-            route = scope.get("route")
-            template = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(template, scope["method"], str(status)).inc()
-            request_id_var.reset(token)
+                try:
+                    body = await read_body(scope, headers, receive, self.limits)
+                    refuse_nul(scope, headers, body)
+                except AgentError as exc:
+                    await _send_error(send_with_id, from_agent_error(exc), headers, request_id)
+                    return
+                except ApiError as exc:
+                    await _send_error(send_with_id, exc, headers, request_id)
+                    return
+                await self.app(scope, _replay(body, receive), send_with_id)
+            finally:
+                route = scope.get("route")
+                template = getattr(route, "path", "unmatched")
+                self.metrics.requests.labels(template, method, str(status)).inc()
+                _end_request_span(span, method, template if route else None, status)
+                trace_id_var.reset(trace_token)
+                request_id_var.reset(token)
+
+
+def _end_request_span(span: TraceSpan, method: str, route: str | None, status: int) -> None:
+    """Named by its route template once the request was routed (HTTP conventions)."""
+    if route:
+        span.update_name(f"{method} {route}")
+        span.set_attribute("http.route", route)
+    span.set_attribute("http.response.status_code", status)
+    if status >= 500:
+        span.set_error(str(status), f"HTTP {status}")
+
+
+def _tracer_of(scope: Scope) -> Tracer:
+    """The kernel's tracer once the app has started (the no-op one before)."""
+    workbench = getattr(scope["app"].state, "workbench", None) if "app" in scope else None
+    return workbench.built.tracer if isinstance(workbench, Workbench) else NOOP_TRACER
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -144,7 +174,7 @@ async def _send_error(
 ) -> None:
     """The error envelope, and the connection closed: the rest of the body is never read."""
     language = language_of(headers.get("accept-language"))
-    body = error_body(error.code, language, error.detail, request_id)
+    body = error_body(error, language, request_id)
     await send(
         {
             "type": "http.response.start",

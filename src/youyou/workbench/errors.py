@@ -1,4 +1,4 @@
-"""The workbench's one error catalog: API code → HTTP status and message (zh-CN, English).
+"""The workbench's one error catalog: API code → HTTP status and message (English, zh-CN).
 
 Exception tree of the server::
 
@@ -13,6 +13,7 @@ request, the log line (with the same request id) says why.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -30,6 +31,7 @@ Language = Literal["zh-CN", "en"]
 
 class ApiCode(StrEnum):
     VALIDATION_INVALID_ARGUMENT = "VALIDATION_INVALID_ARGUMENT"
+    VALIDATION_UNPROCESSABLE = "VALIDATION_UNPROCESSABLE"
     AUTH_UNAUTHENTICATED = "AUTH_UNAUTHENTICATED"
     AUTH_INVALID_CREDENTIALS = "AUTH_INVALID_CREDENTIALS"
     AUTH_USERNAME_TAKEN = "AUTH_USERNAME_TAKEN"
@@ -47,6 +49,8 @@ class ApiCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     SKILL_NAME_CONFLICT = "SKILL_NAME_CONFLICT"
     TURN_BUSY = "TURN_BUSY"
+    APPROVAL_NOT_FOUND = "APPROVAL_NOT_FOUND"
+    APPROVAL_ALREADY_DECIDED = "APPROVAL_ALREADY_DECIDED"
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     USER_LIMIT_REACHED = "USER_LIMIT_REACHED"
     SERVER_AT_CAPACITY = "SERVER_AT_CAPACITY"
@@ -61,17 +65,34 @@ class ApiCode(StrEnum):
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """``zh_about``/``en_about``: the message when a detail is given, which fills ``{detail}``;
-    without them a detail follows the message after a colon."""
+    without them a detail follows the message after a colon. ``zh_wait``/``en_wait``: the
+    message when the response says how long to wait (``Retry-After``), filling ``{seconds}``."""
 
     status: int
     zh: str
     en: str
     zh_about: str | None = None
     en_about: str | None = None
+    zh_wait: str | None = None
+    en_wait: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Localized:
+    """A detail of a refusal in both languages; the response carries the client's."""
+
+    en: str
+    zh: str
+
+    def text(self, language: Language) -> str:
+        return self.en if language == "en" else self.zh
 
 
 CATALOG: dict[str, _Entry] = {
     ApiCode.VALIDATION_INVALID_ARGUMENT: _Entry(400, "请求参数无效", "Invalid request argument"),
+    ApiCode.VALIDATION_UNPROCESSABLE: _Entry(
+        422, "请求内容无法处理", "The request body cannot be processed"
+    ),
     ApiCode.AUTH_UNAUTHENTICATED: _Entry(
         401, "未登录或登录已失效", "Not signed in, or the session token is no longer valid"
     ),
@@ -81,7 +102,11 @@ CATALOG: dict[str, _Entry] = {
         403, "此服务器已关闭注册", "Registration is disabled on this server"
     ),
     ApiCode.AUTH_RATE_LIMITED: _Entry(
-        429, "尝试次数过多，请稍后再试", "Too many attempts from here; try again later"
+        429,
+        "尝试次数过多，请稍后再试",
+        "Too many attempts from here; try again later",
+        zh_wait="尝试次数过多，请在 {seconds} 秒后再试",
+        en_wait="Too many attempts from here; try again in {seconds} s",
     ),
     ApiCode.AUTH_PASSWORD_REJECTED: _Entry(
         400,
@@ -127,6 +152,14 @@ CATALOG: dict[str, _Entry] = {
     ApiCode.TURN_BUSY: _Entry(
         409, "该会话正在生成回答，请稍后再试", "A turn is already running in this session"
     ),
+    ApiCode.APPROVAL_NOT_FOUND: _Entry(
+        404, "没有等待审批的这个工具调用", "No tool call with this id asked for approval"
+    ),
+    ApiCode.APPROVAL_ALREADY_DECIDED: _Entry(
+        409,
+        "这个工具调用已有决定（他人决定、已超时或回合已结束）",
+        "This tool call is already decided (by someone else, by the timeout, or the turn ended)",
+    ),
     ApiCode.REQUEST_TIMEOUT: _Entry(
         408, "请求体发送超时", "The request body did not arrive in time"
     ),
@@ -144,6 +177,9 @@ CATALOG: dict[str, _Entry] = {
         "当前会话上下文已达到上限，请先压缩会话记忆或缩短消息后再发送。",
         "The conversation has reached the context limit; compact the session memory or "
         "shorten the message, then send again.",
+        "当前会话上下文已达到上限（{detail}），请先压缩会话记忆或缩短消息后再发送。",
+        "The conversation has reached the context limit ({detail}); compact the session "
+        "memory or shorten the message, then send again.",
     ),
     ApiCode.MODEL_ERROR: _Entry(
         502,
@@ -163,32 +199,60 @@ CATALOG: dict[str, _Entry] = {
 
 
 def language_of(accept_language: str | None) -> Language:
-    """zh-CN unless the client's first preference is English."""
-    if accept_language and accept_language.strip().lower().startswith("en"):
-        return "en"
-    return "zh-CN"
+    """The client's most preferred of English and Chinese (``Accept-Language`` with its
+    q-values, ties in the order given); English when it names neither."""
+    ranked: list[tuple[float, int, Language]] = []
+    for position, item in enumerate((accept_language or "").split(",")):
+        tag, _, params = item.strip().lower().partition(";")
+        quality = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        primary = tag.strip().split("-")[0]
+        if quality > 0 and primary in ("en", "zh"):
+            ranked.append((-quality, position, "en" if primary == "en" else "zh-CN"))
+    return min(ranked)[2] if ranked else "en"
 
 
-def catalog_message(code: str, language: Language, detail: str | None = None) -> str:
+def catalog_message(
+    code: str,
+    language: Language,
+    detail: str | Localized | None = None,
+    retry_after_s: int | None = None,
+) -> str:
     entry = CATALOG.get(code)
+    text = detail.text(language) if isinstance(detail, Localized) else detail
     if entry is None:
-        return detail or code
-    base = entry.en if language == "en" else entry.zh
-    if not detail:
+        return text or code
+    english = language == "en"
+    base = entry.en if english else entry.zh
+    wait = entry.en_wait if english else entry.zh_wait
+    if retry_after_s is not None and wait is not None:
+        base = wait.format(seconds=retry_after_s)
+    if not text:
         return base
-    about = entry.en_about if language == "en" else entry.zh_about
+    about = entry.en_about if english else entry.zh_about
     if about is not None:
-        return about.format(detail=detail)
-    return f"{base}: {detail}" if language == "en" else f"{base}：{detail}"
+        return about.format(detail=text)
+    return f"{base}: {text}" if english else f"{base}：{text}"
 
 
 class ApiError(Exception):
     """A refusal with a catalog code; ``detail`` names the field or rule (already localized)."""
 
     def __init__(
-        self, code: ApiCode, detail: str | None = None, *, headers: dict[str, str] | None = None
+        self,
+        code: ApiCode,
+        detail: str | Localized | None = None,
+        *,
+        headers: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(f"{code}: {detail or ''}")
+        shown = detail.en if isinstance(detail, Localized) else detail
+        super().__init__(f"{code}: {shown or ''}")
         self.code = code
         self.detail = detail
         self.headers = headers or {}
@@ -196,6 +260,15 @@ class ApiError(Exception):
     @property
     def status(self) -> int:
         return CATALOG[self.code].status
+
+    @property
+    def retry_after_s(self) -> int | None:
+        """The wait the response announces (``Retry-After`` in seconds), if any."""
+        value = self.headers.get("Retry-After")
+        return int(value) if value is not None and value.isdigit() else None
+
+    def message(self, language: Language) -> str:
+        return catalog_message(self.code, language, self.detail, self.retry_after_s)
 
 
 # Kernel refusals a client can cause; anything else is the server's or the model's fault.
@@ -210,6 +283,8 @@ _KERNEL_TO_API: dict[ErrorCode, ApiCode] = {
     ErrorCode.COMPACT_ERROR: ApiCode.MODEL_ERROR,
     ErrorCode.AGENT_SHUTDOWN: ApiCode.SERVER_SHUTTING_DOWN,
     ErrorCode.SESSION_NOT_FOUND: ApiCode.NOT_FOUND,
+    ErrorCode.APPROVAL_NOT_FOUND: ApiCode.APPROVAL_NOT_FOUND,
+    ErrorCode.APPROVAL_ALREADY_DECIDED: ApiCode.APPROVAL_ALREADY_DECIDED,
     ErrorCode.STORAGE_ERROR: ApiCode.SERVICE_UNAVAILABLE,
 }
 
@@ -226,7 +301,27 @@ def from_agent_error(error: AgentError, model_id: str | None = None) -> ApiError
     if code is ApiCode.MODEL_ERROR:
         logger.warning("model %s failed: %s: %s", model_id, error.code, error.message)
         return ApiError(code, model_id)
+    if code is ApiCode.CHAT_CONTEXT_LIMIT_REACHED:
+        return ApiError(code, _context_use(error.message))
     return ApiError(code, redact(error.message))
+
+
+# The kernel's hard-limit refusal: "the request would use N of M tokens (limit P%); …"
+_CONTEXT_USE = re.compile(r"would use (\d+) of (\d+) tokens \(limit (\d+)%\)")
+
+
+def _context_use(message: str) -> Localized | None:
+    """The numbers of a hard-limit refusal in either language; the catalog's sentence says
+    the rest (the kernel's own advice would repeat it)."""
+    found = _CONTEXT_USE.search(message)
+    if found is None:
+        return None
+    used, window, limit = (int(n) for n in found.groups())
+    percent = used * 100 // window if window else 0
+    return Localized(
+        f"{used:,} of {window:,} tokens, {percent} %; the limit is {limit} %",
+        f"{used:,} / {window:,} 个 token，{percent}%；上限 {limit}%",
+    )
 
 
 async def agent_call(call: Awaitable[T], model_id: str | None = None) -> T:
@@ -242,13 +337,20 @@ def busy_elsewhere(ledger_id: str, holder: str) -> ApiError:
     """``TURN_BUSY`` for a session another server process holds: which process (host, pid)
     goes to the log, never to the client."""
     logger.info("session %s is held by %s", ledger_id, holder)
-    return ApiError(ApiCode.TURN_BUSY, "busy on another server process")
+    return ApiError(
+        ApiCode.TURN_BUSY,
+        Localized("busy on another server process", "正在另一个服务器进程上运行"),
+    )
 
 
-def check_user_limit(used: int, limit: int, what: str, setting: str) -> None:
+def check_user_limit(used: int, limit: int, what: Localized, setting: str) -> None:
     """``USER_LIMIT_REACHED`` when one more of ``what`` would pass the user's ``[server]``
     ``setting``; the message names only the user's own use."""
     if used >= limit:
         raise ApiError(
-            ApiCode.USER_LIMIT_REACHED, f"you have {used} of your {limit} {what} ({setting})"
+            ApiCode.USER_LIMIT_REACHED,
+            Localized(
+                f"you have {used} of your {limit} {what.en} ({setting})",
+                f"你已有 {used} 个{what.zh}，上限 {limit}（{setting}）",
+            ),
         )

@@ -5,7 +5,10 @@ to a session's ledger — a turn, a compaction, a memory-mode switch, clearing o
 first takes the session's lease in the database, so two processes never write one ledger: a
 second writer gets ``TURN_BUSY``. A cached session whose ledger moved on (another process
 wrote) is reopened before its next turn. A cancel reaches a turn on another process through
-the lease's cancel flag.
+the lease's cancel flag, a tool-approval decision through ``wb_tool_approvals``
+(``approvals.py``). A turn whose process died while a call waited for a decision is taken
+over by the process that gets the decision (or, once every call is decided or expired, by the
+first process that looks: ``RESUME_POLL_S``), and goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -14,20 +17,26 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import MEMORY_MODE_NAMES, ServerSettings, memory_mode_name
+from youyou.adapters.settings import (
+    MEMORY_MODE_NAMES,
+    ModelPrice,
+    ServerSettings,
+    memory_mode_name,
+)
 from youyou.adapters.storage import LeaseState
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle
+from youyou.application.turn_engine import TurnOptions
 from youyou.domain.config import MemoryMode, SessionConfig
 from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord
@@ -37,7 +46,11 @@ from youyou.domain.events import (
     ContextUsage,
     ErrorEvent,
     ModelWaiting,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+    ToolCallEnd,
     TurnComplete,
+    TurnStarted,
 )
 from youyou.domain.model import ProviderCapability
 from youyou.domain.session import UNTITLED_SESSION
@@ -46,27 +59,35 @@ from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
 from youyou.workbench.access import AccessLists, Member
 from youyou.workbench.accounts import memory_namespace
+from youyou.workbench.approvals import APPLY_POLL_S, ApprovalDesk, TurnApprovals
 from youyou.workbench.assembly import turn_options
 from youyou.workbench.errors import (
     ApiCode,
     ApiError,
     Language,
+    Localized,
     agent_call,
     busy_elsewhere,
     check_user_limit,
 )
+from youyou.workbench.message_index import TurnRecorder
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
+from youyou.workbench.schemas import ApprovalOut, PendingApprovalOut
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
+from youyou.workbench.usage import UsageBook
 from youyou.workbench.user_streams import UserStreams
 
 logger = logging.getLogger(__name__)
 
 # How often a running turn renews its lease and looks for a cancel asked on another process.
 LEASE_POLL_S = 0.5
+# How often a process looks for turns left waiting by a process that died, to go on with them.
+RESUME_POLL_S = 5.0
 
 
 @dataclass(slots=True)
@@ -75,8 +96,11 @@ class _Running:
     owner_id: str
     stream: TurnStream
     turn: RunningTurn
-    task: asyncio.Task[None]
+    handle: SessionHandle
+    approvals: TurnApprovals
+    task: asyncio.Task[None] | None = None
     copying: bool = False  # its frames go to the database for a client of another process
+    parked: bool = False  # stopped by a shutdown while a call waits for a person
 
 
 class SessionHub:
@@ -92,9 +116,11 @@ class SessionHub:
         close_timeout_s: float = 10.0,
         knowledge: KnowledgeBase | None = None,
         memories: MemoryStorage | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
         access: AccessLists | None = None,
     ) -> None:
         self._agent = agent
+        self._usage = UsageBook(store, metrics, prices or {})
         self._access = access or AccessLists()
         self._memories = memories
         self._knowledge = knowledge
@@ -105,6 +131,7 @@ class SessionHub:
         # The tag tells apart two lives of one pid (a restart that got the same number).
         holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
         self._lease = LeaseTaker(storage.leases(), holder, settings.lease_ttl_s)
+        self.recorder = TurnRecorder(store, storage)
         self._sessions = OpenSessions(
             agent,
             storage,
@@ -119,6 +146,9 @@ class SessionHub:
         self._accepting = True
         self._background: list[asyncio.Task[None]] = []
         self._copying: set[asyncio.Task[None]] = set()  # frames copied for other processes
+        self._approvals = ApprovalDesk(store, metrics)
+        self._decided = asyncio.Event()  # a decision was claimed for a turn of this process
+        self._parking: list[asyncio.Task[None]] = []  # closing sessions whose call waits
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -127,21 +157,34 @@ class SessionHub:
         self._background = [
             loop.create_task(self._sessions.reap_idle()),
             loop.create_task(self._keep_leases()),
+            loop.create_task(self._apply_decisions()),
+            loop.create_task(self._resume_stopped_turns()),
+            loop.create_task(self.recorder.index_backlog()),
         ]
 
     def begin_shutdown(self) -> None:
-        """Refuse new turns and cancel running ones; their partial answers are stored."""
+        """Refuse new turns and cancel running ones; their partial answers are stored. A turn
+        whose call waits for a person is not cancelled: its session is closed, which ends the
+        turn (and its stream, so the connection does not hold the stop up) and leaves the call
+        waiting in the ledger for the process that gets its decision. Runs on the loop."""
         self._accepting = False
         for running in list(self._turns.values()):
-            running.turn.cancel()
+            if running.parked:
+                continue
+            if running.approvals.waiting:
+                running.parked = True
+                closing = running.handle.close(extract_memories=False)
+                self._parking.append(asyncio.get_running_loop().create_task(closing))
+            else:
+                running.turn.cancel()
 
     async def shutdown(self) -> None:
         """Cancel the turns, then close every open session, extracting long-term memories
         for at most ``close_timeout_s`` (all sessions together): a stop signal must not wait
         on a slow or hung model."""
         self.begin_shutdown()
-        tasks = [running.task for running in self._turns.values()]
-        await asyncio.gather(*tasks, return_exceptions=True)
+        tasks = [running.task for running in self._turns.values() if running.task is not None]
+        await asyncio.gather(*tasks, *self._parking, return_exceptions=True)
         await asyncio.gather(*self._copying, return_exceptions=True)
         for task in self._background:
             task.cancel()
@@ -170,7 +213,10 @@ class SessionHub:
         self._require_accepting()
         stored = await self._store.count_chat_sessions(owner_id)
         check_user_limit(
-            stored, self._limits.user_stored_sessions, "sessions", "user_stored_sessions"
+            stored,
+            self._limits.user_stored_sessions,
+            Localized("sessions", "会话"),
+            "user_stored_sessions",
         )
         config = SessionConfig(model_id=model_id, memory_namespace=memory_namespace(owner_id))
         handle = await self._sessions.opening(lambda: self._agent.new_session(config))
@@ -204,7 +250,7 @@ class SessionHub:
         self,
         chat: ChatSessionRecord,
         blocks: Sequence[ContentBlock],
-        language: Language = "zh-CN",
+        language: Language = "en",
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
         ``error`` frames of the turn are in ``language``; the owner's account and groups
@@ -218,13 +264,10 @@ class SessionHub:
             await self._acquire_lease(ledger_id)
             try:
                 handle = await self._sessions.handle(ledger_id, chat.owner_id)
-                tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
-                options = await turn_options(
-                    self._store,
-                    chat.owner_id,
-                    tool_use=tool_use,
-                    tools=await self._tools(chat.owner_id) if tool_use else (),
-                )
+                if handle.pending_approvals() or handle.can_continue_turn:
+                    # a turn stopped by a process that died waits for a decision or goes on
+                    raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
+                options = await self._options(chat.owner_id, handle, language)
                 turn = await agent_call(
                     handle.send_message(blocks, options=options), handle.model.model_id
                 )
@@ -234,13 +277,33 @@ class SessionHub:
         except BaseException:
             self._sessions.unclaim(ledger_id)
             raise
+        return self._launch(chat, handle, turn, language)
+
+    def _launch(
+        self, chat: ChatSessionRecord, handle: SessionHandle, turn: RunningTurn, language: Language
+    ) -> TurnStream:
+        """Stream a turn that holds the session's claim and lease."""
         stream = TurnStream(chat.id, turn.turn_id)
-        task = asyncio.get_running_loop().create_task(
-            self._pump(chat, handle, turn, stream, language)
+        running = _Running(
+            chat.ledger_session_id, chat.owner_id, stream, turn, handle, TurnApprovals()
         )
-        self._turns[chat.id] = _Running(ledger_id, chat.owner_id, stream, turn, task)
+        running.approvals.waiting.update(p.call_id for p in handle.pending_approvals())
+        self._turns[chat.id] = running
+        running.task = asyncio.get_running_loop().create_task(self._pump(chat, running, language))
         self._metrics.active_streams.inc()
         return stream
+
+    async def _options(
+        self, owner_id: str, handle: SessionHandle, language: Language
+    ) -> TurnOptions:
+        tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
+        return await turn_options(
+            self._store,
+            owner_id,
+            tool_use=tool_use,
+            tools=await self._tools(owner_id) if tool_use else (),
+            language=language,
+        )
 
     async def _tools(self, owner_id: str) -> tuple[ToolHandler, ...]:
         """The MCP tools the owner may use; ``search_knowledge`` over the shared sources they
@@ -257,7 +320,9 @@ class SessionHub:
     def _check_running_turns(self, owner_id: str) -> None:
         running = sum(1 for turn in self._turns.values() if turn.owner_id == owner_id)
         limit = self._limits.user_running_turns
-        check_user_limit(running, limit, "turns running", "user_running_turns")
+        check_user_limit(
+            running, limit, Localized("turns running", "正在运行的回合"), "user_running_turns"
+        )
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         running = self._turns.get(chat_id)
@@ -277,6 +342,91 @@ class SessionHub:
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
         """The other process running the session's turn; not one that has ended."""
         return await self._lease.held_elsewhere(chat.ledger_session_id)
+
+    # -- tool approvals -------------------------------------------------------------------------
+
+    async def pending_approvals(
+        self, chat_ids: Sequence[str]
+    ) -> dict[str, list[PendingApprovalOut]]:
+        """What waits for a decision in these sessions (any process's turns)."""
+        return await self._approvals.pending(chat_ids)
+
+    async def decide(
+        self, chat: ChatSessionRecord, call_id: str, decision: Decision, language: Language
+    ) -> ApprovalOut:
+        """The first decision of a waiting call, once the kernel running the turn has it: on
+        this process, on another one (which applies it within ``APPLY_POLL_S``), or on none
+        (its process died: this one takes the turn over and goes on with it)."""
+        await self._approvals.claim(chat.id, call_id, decision)
+        if chat.id in self._turns:
+            self._decided.set()
+        elif await self.running_elsewhere(chat) is None:
+            await self._take_over(chat, language)
+        return await self._approvals.confirmed(chat.id, call_id, decision)
+
+    async def _apply_decisions(self) -> None:
+        """Hand the decisions claimed for this process's waiting turns to their kernel: at
+        once for a claim made here, within ``APPLY_POLL_S`` for one made elsewhere."""
+        while True:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._decided.wait(), APPLY_POLL_S)
+            self._decided.clear()
+            waiting = {
+                chat_id: (running.handle, running.approvals)
+                for chat_id, running in self._turns.items()
+                if running.approvals.waiting
+            }
+            await self._approvals.apply_claimed(waiting)
+
+    async def _take_over(self, chat: ChatSessionRecord, language: Language = "zh-CN") -> None:
+        """Go on with a turn whose process stopped while calls waited for a decision: the
+        decisions claimed since go to the ledger, and once every call is decided (or has
+        expired) the turn continues here. Nothing when another process or task has it."""
+        ledger_id = chat.ledger_session_id
+        try:
+            await self._sessions.claim(ledger_id)
+        except ApiError:
+            return  # busy here: whatever holds it ends the wait
+        launched = False
+        try:
+            if await self._lease.take(ledger_id) is not None:
+                return
+            try:
+                handle = await self._sessions.handle(ledger_id, chat.owner_id)
+                await self._approvals.record_claims(chat.id, handle)
+                if not handle.can_continue_turn:
+                    if not handle.pending_approvals():
+                        await self._store.settle_approvals(chat.id)  # nothing left to go on
+                    return
+                options = await self._options(chat.owner_id, handle, language)
+                turn = await agent_call(handle.continue_turn(options=options))
+                logger.info("session %s: going on with its stopped turn", chat.id)
+                self._launch(chat, handle, turn, language)
+                launched = True
+            finally:
+                if not launched:
+                    await self._lease.release(ledger_id)
+        finally:
+            if not launched:
+                self._sessions.unclaim(ledger_id)
+
+    async def _resume_stopped_turns(self) -> None:
+        """At start and every ``RESUME_POLL_S``: the turns left waiting by a process that died
+        go on here once they can (decided, or expired: the timeout's denial is written)."""
+        while True:
+            try:
+                stopped = await self._store.unsettled_sessions()
+            except AgentError:
+                logger.warning("looking for stopped turns failed", exc_info=True)
+                stopped = set()
+            for chat_id in stopped - set(self._turns):
+                try:
+                    chat = await self._store.chat_session(chat_id)
+                    if chat is not None and await self.running_elsewhere(chat) is None:
+                        await self._take_over(chat)
+                except (AgentError, ApiError):
+                    logger.warning("going on with the turn of %s failed", chat_id, exc_info=True)
+            await asyncio.sleep(RESUME_POLL_S)
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
         """Idempotent; reaches a turn running on another process through the lease."""
@@ -318,6 +468,7 @@ class SessionHub:
         async with self._writing(chat) as old:
             await self._sessions.close(chat.ledger_session_id, extract_memories=False)
             await self._delete_ledger(chat.ledger_session_id)
+            await self._store.forget_turn_records(chat.id)
             config = SessionConfig(
                 model_id=old.config.pinned.model_id,
                 memory_namespace=old.config.pinned.memory_namespace,
@@ -387,29 +538,29 @@ class SessionHub:
         assert catalog is not None  # the workbench always registers a session storage
         await agent_call(catalog.delete(ledger_id))
 
-    async def _pump(
-        self,
-        chat: ChatSessionRecord,
-        handle: SessionHandle,
-        turn: RunningTurn,
-        stream: TurnStream,
-        language: Language,
-    ) -> None:
+    async def _pump(self, chat: ChatSessionRecord, running: _Running, language: Language) -> None:
+        handle, turn, stream = running.handle, running.turn, running.stream
         started = time.perf_counter()
         first = True
         compacted = False
+        turn_seq = 0  # the ledger seq of the turn's user message, once it started
         # The turn's last frame waits until the session is free again, so a client that
         # sends its next message the moment it reads the end of a turn is not refused.
         held: list[Frame] = []
+        durations: dict[str, int] = {}  # of the turn's tool calls, stored at its end
         try:
             async for event in turn.events:
                 if isinstance(event.payload, ModelWaiting):
                     stream.note(waiting_note(event.payload))
                     continue
+                if isinstance(event.payload, ToolCallEnd):
+                    durations[event.payload.call_id] = event.payload.duration_ms
                 data = frame_data(event, language, handle.model.model_id)
                 if data is None:
                     continue
                 payload = event.payload
+                if isinstance(payload, ToolApprovalRequested | ToolApprovalDecided | ToolCallEnd):
+                    await self._observe(chat, running, payload)
                 if first:
                     self._metrics.time_to_first_event.observe(time.perf_counter() - started)
                     first = False
@@ -418,12 +569,20 @@ class SessionHub:
                     self._metrics.compactions.labels(trigger="auto").inc()
                 if isinstance(payload, ErrorEvent) and payload.code == "PROVIDER_ERROR":
                     self._metrics.provider_errors.inc()
+                if isinstance(payload, TurnStarted):
+                    turn_seq = payload.user_message_seq
                 if isinstance(payload, TurnComplete):
+                    cost = await self._usage.record(
+                        chat, handle.model.model_id, turn_seq, payload.usage
+                    )
+                    data["usage"]["cost"] = cost
                     chat = await self._project_after_turn(chat, handle, payload.context, compacted)
                     data["memory"] = memory_out(chat).model_dump(mode="json", by_alias=True)
                     self._metrics.provider_latency.observe(time.perf_counter() - started)
                 elif payload.type in ("turn_cancelled", "error"):
                     chat = await self._project_after_turn(chat, handle, None, compacted)
+                if payload.type in ("turn_complete", "turn_cancelled", "error"):
+                    await self.recorder.record(chat, turn_seq, durations)
                 frame = Frame(event.sequence, payload.type, data)
                 if held or payload.type in ("turn_complete", "turn_cancelled", "error"):
                     held.append(frame)
@@ -437,6 +596,8 @@ class SessionHub:
             logger.exception("streaming turn %s failed", turn.turn_id)
         finally:
             self._turns.pop(chat.id, None)
+            if not running.parked:
+                await self._approvals.turn_ended(chat.id, running.approvals)
             self._metrics.active_streams.dec()
             with suppress(Exception):
                 await self._lease.release(chat.ledger_session_id)
@@ -445,6 +606,18 @@ class SessionHub:
             for frame in held:
                 stream.publish(frame)
             stream.close()
+
+    async def _observe(
+        self,
+        chat: ChatSessionRecord,
+        running: _Running,
+        payload: ToolApprovalRequested | ToolApprovalDecided | ToolCallEnd,
+    ) -> None:
+        """The approvals index follows the turn; the ledger has it all if this fails."""
+        try:
+            await self._approvals.observe(chat.id, running.approvals, payload)
+        except AgentError:
+            logger.warning("indexing an approval of %s failed", chat.id, exc_info=True)
 
     async def _keep_leases(self) -> None:
         """One renewal for all the leases of this process, however many turns run; a turn

@@ -21,7 +21,7 @@ from starlette.routing import Match
 from starlette.types import Receive, Scope
 
 from youyou.adapters.settings import ServerSettings
-from youyou.workbench.errors import ApiCode, ApiError
+from youyou.workbench.errors import ApiCode, ApiError, Localized
 
 # The largest JSON body of a signed-in user outside messages and uploads: a prompt of 12,000
 # characters, each escaped as \uXXXX, is under 80 KB.
@@ -121,7 +121,10 @@ def refuse_nul(scope: Scope, headers: Mapping[str, str], body: bytes) -> None:
         except ValueError:
             return  # not JSON: the route's validation answers it
     if found:
-        raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "NUL character (\\u0000)")
+        raise ApiError(
+            ApiCode.VALIDATION_INVALID_ARGUMENT,
+            Localized("NUL character (\\u0000)", "不允许 NUL 字符（\\u0000）"),
+        )
 
 
 def _holds_nul(value: object) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+# A person answering a page: seconds to an hour and more.
+_APPROVAL_WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200)
 
 
 class Metrics:
@@ -57,6 +59,31 @@ class Metrics:
             "youyou_compactions",
             "Context compactions by trigger (auto inside a turn, manual by request).",
             ["trigger"],
+            registry=self.registry,
+        )
+
+        self.approvals = Counter(
+            "youyou_tool_approvals",
+            "Decisions on tool calls that waited for approval, by decision (a timeout denies).",
+            ["decision"],
+            registry=self.registry,
+        )
+        self.approval_wait = Histogram(
+            "youyou_tool_approval_wait_seconds",
+            "From a tool call's approval request to its decision.",
+            buckets=_APPROVAL_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "youyou_tokens",
+            "Tokens of completed turns by direction (input, output) and model.",
+            ["direction", "model"],
+            registry=self.registry,
+        )
+        self.cost = Counter(
+            "youyou_cost",
+            "Cost of completed turns by model, for models with prices configured.",
+            ["model"],
             registry=self.registry,
         )
 

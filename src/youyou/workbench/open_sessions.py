@@ -27,7 +27,7 @@ from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.session import SessionHandle
 from youyou.domain.errors import AgentError, ErrorCode
-from youyou.workbench.errors import ApiCode, ApiError, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, Localized, from_agent_error
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,11 @@ class OpenSessions:
             if not await self._evict_idle(owner_id):
                 raise ApiError(
                     ApiCode.USER_LIMIT_REACHED,
-                    f"all {self._user_open} of your open sessions are busy (user_open_sessions)",
+                    Localized(
+                        f"all {self._user_open} of your open sessions are busy "
+                        "(user_open_sessions)",
+                        f"你打开的 {self._user_open} 个会话都在使用中（user_open_sessions）",
+                    ),
                 )
             mine -= 1
 

@@ -10,7 +10,7 @@ from importlib.resources import files
 from youyou.workbench.errors import ApiCode, ApiError
 
 # ``carol`` → ``carol123`` or ``Carol!24`` is refused: the username plus this many characters.
-_AROUND_USERNAME = 4
+AROUND_USERNAME = 4
 
 
 @lru_cache(maxsize=1)
@@ -25,6 +25,6 @@ def common_passwords() -> frozenset[str]:
 def check_new_password(password: str, username: str) -> None:
     """Refuses with AUTH_PASSWORD_REJECTED (400), whose message names both rules."""
     folded, name = password.lower(), username.strip().lower()
-    near_name = name and name in folded and len(folded) - len(name) <= _AROUND_USERNAME
+    near_name = name and name in folded and len(folded) - len(name) <= AROUND_USERNAME
     if near_name or folded in common_passwords():
         raise ApiError(ApiCode.AUTH_PASSWORD_REJECTED)

@@ -12,6 +12,11 @@ T = TypeVar("T")
 
 MAX_PROMPT_LABEL = 160
 MAX_PROMPT_CONTENT = 12_000
+MAX_SESSION_TITLE = 200
+MAX_MESSAGE_BLOCKS = 50
+MIN_PASSWORD = 8
+MAX_PASSWORD = 256
+MAX_USERNAME = 64
 MemoryModeName = Literal["every_30_turns", "context_70_percent", "manual"]
 
 
@@ -38,10 +43,9 @@ class ErrorEnvelope(ApiModel):
 
 # -- auth --------------------------------------------------------------------------------------
 
-Username = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
-]
-Password = Annotated[str, StringConstraints(min_length=8, max_length=256)]
+USERNAME_PATTERN = rf"^[A-Za-z0-9_.@-]{{1,{MAX_USERNAME}}}$"
+Username = Annotated[str, StringConstraints(strip_whitespace=True, pattern=USERNAME_PATTERN)]
+Password = Annotated[str, StringConstraints(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD)]
 
 
 class Credentials(ApiModel):
@@ -54,12 +58,12 @@ class Credentials(ApiModel):
 class LoginBody(ApiModel):
     """Login checks the stored hash only: length rules apply at registration."""
 
-    username: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    username: Annotated[str, StringConstraints(min_length=1, max_length=MAX_USERNAME)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
 
 
 class PasswordChange(ApiModel):
-    current_password: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    current_password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD)]
     new_password: Password
 
 
@@ -153,6 +157,33 @@ class MemoryOut(ApiModel):
     last_compacted_at: datetime | None
 
 
+class PendingApprovalOut(ApiModel):
+    """A tool call that waits for the session owner's decision."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    server_id: str | None
+    requested_at: datetime
+    expires_at: datetime | None
+
+
+class UsageOut(ApiModel):
+    """Tokens of completed turns, and their cost when the models have prices configured
+    (``null`` when none of them was priced). ``modelId`` is null for a sum over models."""
+
+    model_id: str | None
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+
+class UserUsageOut(ApiModel):
+    total: UsageOut
+    by_model: list[UsageOut]
+
+
 class SessionOut(ApiModel):
     id: str
     title: str
@@ -162,6 +193,11 @@ class SessionOut(ApiModel):
     message_count: int
     memory: MemoryOut
     running: bool = False
+    awaiting_approval: bool = False
+    pending_approvals: list[PendingApprovalOut] = Field(default_factory=list)
+    usage: UsageOut | None = None
+    """What the session's turns used (cleared turns too): in ``GET /chat/sessions/{id}``
+    only, null in lists."""
 
 
 class SessionPage(ApiModel):
@@ -170,8 +206,19 @@ class SessionPage(ApiModel):
 
 
 class NewSessionBody(ApiModel):
-    title: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
+    title: (
+        Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_SESSION_TITLE)]
+        | None
+    ) = None
     model_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class RenameBody(ApiModel):
+    """Surrounding whitespace is dropped; what is left must not be empty."""
+
+    title: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SESSION_TITLE)
+    ]
 
 
 class MemoryModeBody(ApiModel):
@@ -202,8 +249,37 @@ BlockIn = Annotated[TextBlockIn | ImageBlockIn | FileBlockIn, Field(discriminato
 class SendBody(ApiModel):
     content: (
         Annotated[str, StringConstraints(min_length=1)]
-        | Annotated[list[BlockIn], Field(min_length=1, max_length=50)]
+        | Annotated[list[BlockIn], Field(min_length=1, max_length=MAX_MESSAGE_BLOCKS)]
     )
+
+
+class ApprovalBody(ApiModel):
+    decision: Literal["approve", "deny"]
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
+    remember: Literal["session"] | None = None
+
+
+class ApprovalOut(ApiModel):
+    """A decision on a tool call: by whom (a username, or ``timeout``), when, why."""
+
+    call_id: str
+    tool_name: str
+    decision: Literal["approve", "deny"]
+    decided_by: str
+    decided_at: datetime
+    reason: str | None
+    remember: Literal["session"] | None
+
+
+class CallApprovalOut(ApiModel):
+    """The approval story of one tool call in the history; ``decision`` None while it waits."""
+
+    requested_at: datetime
+    reason: str | None
+    decision: Literal["approve", "deny"] | None
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_reason: str | None
 
 
 class ToolCallOut(ApiModel):
@@ -212,6 +288,9 @@ class ToolCallOut(ApiModel):
     arguments: dict[str, Any]
     output: str | None
     is_error: bool | None
+    approval: CallApprovalOut | None = None
+    duration_ms: int | None = None
+    """How long the call ran; None for calls recorded before durations were kept."""
 
 
 class MessageOut(ApiModel):
@@ -223,6 +302,8 @@ class MessageOut(ApiModel):
     tool_calls: list[ToolCallOut]
     created_at: datetime
     compacted: bool
+    usage: UsageOut | None = None
+    """On the answer that ended a completed turn: what the whole turn used."""
 
 
 class MemoryItemOut(ApiModel):

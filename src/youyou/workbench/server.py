@@ -66,6 +66,9 @@ class JsonFormatter(logging.Formatter):
             "request_id": getattr(record, "request_id", "-"),
             "message": record.getMessage(),
         }
+        trace_id = getattr(record, "trace_id", "-")
+        if trace_id != "-":  # the request's trace, when [telemetry] is on and it is sampled
+            entry["trace_id"] = trace_id
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:  # ``RedactSecrets`` leaves a redacted traceback here
@@ -117,8 +120,9 @@ def uses_demo_model(settings: Settings) -> bool:
     return all(p.offline_demo for p in settings.providers)
 
 
-async def _migrate(url: str) -> None:
-    """Once, before any worker starts, so a schema problem is one clear error."""
+async def migrate_database(url: str) -> None:
+    """Bring both schemas (the sessions' and the workbench's) to this version's newest: once
+    before any worker starts, so a schema problem is one clear error; also ``db upgrade``."""
     storage = await SqlSessionStorage.open(url)
     await storage.close()
     store = await WorkbenchStore.open(url)
@@ -178,7 +182,7 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
             "YOUYOU_DATABASE_URL to a postgresql:// URL, or run one worker."
         )
         return 2
-    asyncio.run(_migrate(settings.database.url))
+    asyncio.run(migrate_database(settings.database.url))
     if not is_loopback(server.host):
         say(
             f"warning: listening on {server.host}, reachable from other machines; put TLS "
@@ -226,7 +230,10 @@ def uvicorn_config(server: ServerSettings, app: str | FastAPI) -> ServeConfig:
         timeout_keep_alive=server.keep_alive_timeout_s,
         limit_concurrency=server.max_connections,
         server_header=False,
-        proxy_headers=False,
+        # X-Forwarded-For is believed only from the configured proxies: uvicorn takes the
+        # nearest address that is not one of them.
+        proxy_headers=bool(server.trusted_proxies),
+        forwarded_allow_ips=list(server.trusted_proxies) or None,
     )
 
 

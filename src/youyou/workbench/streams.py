@@ -23,13 +23,15 @@ from youyou.domain.events import (
     ModelWaiting,
     ReasoningDeltaEvent,
     TextDeltaEvent,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
     ToolCallEnd,
     ToolCallStart,
     TurnCancelled,
     TurnComplete,
     TurnStarted,
 )
-from youyou.workbench.errors import ApiCode, ApiError, Language, catalog_message, from_agent_error
+from youyou.workbench.errors import ApiCode, ApiError, Language, from_agent_error
 
 
 def comment(text: str) -> bytes:
@@ -69,10 +71,12 @@ def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 _STRING = {"type": "string"}
+_OPTIONAL_STRING = {"type": ["string", "null"]}
 _INTEGER = {"type": "integer"}
 _USAGE = _object(
     {"inputTokens": _INTEGER, "outputTokens": _INTEGER, "totalTokens": _INTEGER},
     reasoningTokens={"type": ["integer", "null"]},
+    cost={"type": ["number", "null"]},  # the turn's cost when its model has prices
 )
 # The JSON in ``data`` of each event, as ``frame_data`` (and the hub, for ``memory``) builds it.
 EVENT_DATA: dict[str, dict[str, Any]] = {
@@ -89,6 +93,28 @@ EVENT_DATA: dict[str, dict[str, Any]] = {
             "output": _STRING,
             "isError": {"type": "boolean"},
             "durationMs": _INTEGER,
+        }
+    ),
+    "tool_approval_requested": _object(
+        {
+            "callId": _STRING,
+            "toolName": _STRING,
+            "arguments": {"type": "object"},
+            "serverId": _OPTIONAL_STRING,
+            "reason": _STRING,
+            "requestedAt": _STRING,
+            "expiresAt": _OPTIONAL_STRING,
+        }
+    ),
+    "tool_approval_decided": _object(
+        {
+            "callId": _STRING,
+            "toolName": _STRING,
+            "decision": {"enum": ["approve", "deny"]},
+            "decidedBy": _STRING,
+            "decidedAt": _STRING,
+            "reason": _OPTIONAL_STRING,
+            "remember": {"enum": ["session", None]},
         }
     ),
     "context_compacted": _object({"mode": _STRING, "replacesThroughSeq": _INTEGER}),
@@ -167,6 +193,8 @@ def frame_data(
                 "isError": payload.output.is_error,
                 "durationMs": payload.duration_ms,
             }
+        case ToolApprovalRequested() | ToolApprovalDecided():
+            return camel(payload.model_dump(mode="json", exclude={"type"}))
         case ContextCompacted():
             return {"mode": payload.mode.value, "replacesThroughSeq": payload.replaces_through_seq}
         case TurnComplete():
@@ -179,7 +207,7 @@ def frame_data(
             error = api_error_of(payload, model_id)
             return {
                 "code": error.code.value,
-                "message": catalog_message(error.code, language, error.detail),
+                "message": error.message(language),
             }
     return None
 

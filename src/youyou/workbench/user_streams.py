@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import AsyncIterator
 
-from youyou.workbench.errors import check_user_limit
+from youyou.workbench.errors import Localized, check_user_limit
 
 
 class UserStreams:
@@ -16,7 +16,8 @@ class UserStreams:
 
     def check(self, owner_id: str) -> None:
         """``USER_LIMIT_REACHED`` when the user has ``user_streams`` SSE responses open."""
-        check_user_limit(self._open[owner_id], self._limit, "streams open", "user_streams")
+        what = Localized("streams open", "打开的回答流")
+        check_user_limit(self._open[owner_id], self._limit, what, "user_streams")
 
     def followed(self, owner_id: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """An SSE body counted among the user's open streams while it is read."""

@@ -196,6 +196,8 @@ class McpServer:
                     description=tool.description or tool.title or tool.name,
                     parameters_schema=tool.input_schema,
                     mutating=not read_only,
+                    approval=self.settings.approval_for(tool.name),
+                    server_id=self.server_id,
                 )
             except AgentError as err:  # an input schema that is not JSON Schema
                 logger.warning("MCP server %s: tool %r skipped: %s", self.server_id, tool.name, err)

@@ -14,9 +14,9 @@ from fastapi.responses import PlainTextResponse
 from youyou.domain.skill_md import SkillValidationError, parse_skill_md
 from youyou.domain.skill_messages import MAX_SKILL_BYTES
 from youyou.workbench.accounts import memory_namespace
-from youyou.workbench.assembly import read_configuration
+from youyou.workbench.assembly import in_language, read_configuration
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, check_user_limit
+from youyou.workbench.errors import ApiCode, ApiError, Language, Localized, check_user_limit
 from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import (
@@ -42,7 +42,8 @@ class MarkdownResponse(PlainTextResponse):
     media_type = "text/markdown"
 
 
-def prompt_out(prompt: PromptRecord) -> PromptOut:
+def prompt_out(record: PromptRecord, language: Language) -> PromptOut:
+    prompt = in_language(record, language)
     return PromptOut(
         id=prompt.id,
         label=prompt.label,
@@ -68,10 +69,10 @@ def skill_out(skill: SkillRecord) -> SkillOut:
     )
 
 
-async def _configuration(wb: WorkbenchDep, owner_id: str) -> ConfigurationOut:
+async def _configuration(wb: WorkbenchDep, owner_id: str, language: Language) -> ConfigurationOut:
     config = await read_configuration(wb.store, owner_id)
     return ConfigurationOut(
-        prompts=[prompt_out(p) for p in config.prompts],
+        prompts=[prompt_out(p, language) for p in config.prompts],
         skills=[skill_out(s) for s in config.skills],
         selection=Selection(system_prompt_id=config.system_prompt_id, skill_ids=config.skill_ids),
     )
@@ -79,14 +80,14 @@ async def _configuration(wb: WorkbenchDep, owner_id: str) -> ConfigurationOut:
 
 @router.get("/configuration")
 async def get_configuration(
-    wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+    wb: WorkbenchDep, user: UserDep, rid: RequestIdDep, lang: LanguageDep
 ) -> Envelope[ConfigurationOut]:
-    return Envelope(data=await _configuration(wb, user.id), request_id=rid)
+    return Envelope(data=await _configuration(wb, user.id, lang), request_id=rid)
 
 
 @router.put("/configuration")
 async def put_configuration(
-    body: SelectionBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+    body: SelectionBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep, lang: LanguageDep
 ) -> Envelope[ConfigurationOut]:
     """Every id is checked for this owner before anything is written."""
     if await wb.store.prompt(user.id, body.system_prompt_id) is None:
@@ -99,37 +100,43 @@ async def put_configuration(
     if unknown:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "skillIds " + ", ".join(unknown))
     await wb.store.save_selection(user.id, body.system_prompt_id, skill_ids)
-    return Envelope(data=await _configuration(wb, user.id), request_id=rid)
+    return Envelope(data=await _configuration(wb, user.id, lang), request_id=rid)
 
 
 @router.post("/prompts", status_code=201)
 async def create_prompt(
-    body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+    body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep, lang: LanguageDep
 ) -> Envelope[PromptOut]:
     prompts = len(await wb.store.list_prompts(user.id))
-    check_user_limit(prompts, wb.settings.server.user_prompts, "prompts", "user_prompts")
+    limit = wb.settings.server.user_prompts
+    check_user_limit(prompts, limit, Localized("prompts", "提示词"), "user_prompts")
     prompt = await wb.store.create_prompt(user.id, body.label, body.content)
-    return Envelope(data=prompt_out(prompt), request_id=rid)
+    return Envelope(data=prompt_out(prompt, lang), request_id=rid)
 
 
 @router.get("/prompts/{prompt_id}")
 async def get_prompt(
-    prompt_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+    prompt_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep, lang: LanguageDep
 ) -> Envelope[PromptOut]:
     prompt = await wb.store.prompt(user.id, prompt_id)
     if prompt is None:
         raise ApiError(ApiCode.NOT_FOUND)
-    return Envelope(data=prompt_out(prompt), request_id=rid)
+    return Envelope(data=prompt_out(prompt, lang), request_id=rid)
 
 
 @router.put("/prompts/{prompt_id}")
 async def update_prompt(
-    prompt_id: str, body: PromptBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+    prompt_id: str,
+    body: PromptBody,
+    wb: WorkbenchDep,
+    user: UserDep,
+    rid: RequestIdDep,
+    lang: LanguageDep,
 ) -> Envelope[PromptOut]:
     prompt = await wb.store.update_prompt(user.id, prompt_id, body.label, body.content)
     if prompt is None:
         raise ApiError(ApiCode.NOT_FOUND)
-    return Envelope(data=prompt_out(prompt), request_id=rid)
+    return Envelope(data=prompt_out(prompt, lang), request_id=rid)
 
 
 @router.delete("/prompts/{prompt_id}", status_code=204, response_class=Response)

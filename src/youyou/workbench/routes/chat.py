@@ -3,31 +3,41 @@ cancelling, and the session's memory mode and compaction."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, busy_elsewhere
+from youyou.workbench.errors import ApiCode, ApiError, Localized, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
 from youyou.workbench.projection import memory_out
 from youyou.workbench.routes import SESSION_ERRORS
 from youyou.workbench.schemas import (
+    ApprovalBody,
+    ApprovalOut,
     Envelope,
+    ErrorEnvelope,
     ImageBlockIn,
     MemoryModeBody,
     MessageOut,
     NewSessionBody,
+    PendingApprovalOut,
+    RenameBody,
     SendBody,
     SessionOut,
     SessionPage,
     TextBlockIn,
 )
 from youyou.workbench.store import ChatSessionRecord, UserRecord
+from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import SSE_EVENT_SCHEMA, FrameSource
+from youyou.workbench.usage import usage_out
 
 router = APIRouter(prefix="/chat/sessions", tags=["sessions"], responses=SESSION_ERRORS)
 
@@ -37,7 +47,10 @@ _SSE: dict[int | str, dict[str, Any]] = {
             "text/event-stream. Frames: `id: <turn-scoped sequence>`, `event: <name>`, one "
             "`data:` line of JSON. Events: turn_started {turnId, userMessageSeq}, text_delta "
             "{text}, reasoning_delta {text}, tool_call_start {callId, toolName, arguments}, "
-            "tool_call_end {callId, toolName, output, isError, durationMs}, context_compacted "
+            "tool_call_end {callId, toolName, output, isError, durationMs}, "
+            "tool_approval_requested {callId, toolName, arguments, serverId, reason, "
+            "requestedAt, expiresAt}, tool_approval_decided {callId, toolName, decision, "
+            "decidedBy, decidedAt, reason, remember}, context_compacted "
             "{mode, replacesThroughSeq}, turn_complete {usage, memory}, turn_cancelled {}, "
             "error {code, message}. Lines starting with ':' are keep-alives."
         ),
@@ -46,7 +59,12 @@ _SSE: dict[int | str, dict[str, Any]] = {
 }
 
 
-def session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionOut:
+def session_out(
+    wb: WorkbenchDep,
+    chat: ChatSessionRecord,
+    pending: list[PendingApprovalOut] | None = None,
+    running: bool | None = None,
+) -> SessionOut:
     return SessionOut(
         id=chat.id,
         title=chat.title,
@@ -55,8 +73,27 @@ def session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionOut:
         updated_at=chat.updated_at,
         message_count=chat.message_count,
         memory=memory_out(chat),
-        running=wb.hub.is_running(chat.id),
+        # a call that waits for a decision keeps its session running, on any process
+        running=bool(pending) or (wb.hub.is_running(chat.id) if running is None else running),
+        awaiting_approval=bool(pending),
+        pending_approvals=pending or [],
     )
+
+
+async def sessions_out(wb: WorkbenchDep, chats: list[ChatSessionRecord]) -> list[SessionOut]:
+    """Sessions with the tool calls that wait for their owner's decision. Whether each runs
+    is read with the records, before any wait: a turn ending meanwhile must not show as an
+    idle session with its old projection."""
+    running = [wb.hub.is_running(chat.id) for chat in chats]
+    pending = await wb.hub.pending_approvals([chat.id for chat in chats])
+    return [
+        session_out(wb, chat, pending.get(chat.id), busy)
+        for chat, busy in zip(chats, running, strict=True)
+    ]
+
+
+async def one_session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionOut:
+    return (await sessions_out(wb, [chat]))[0]
 
 
 async def owned(wb: WorkbenchDep, user: UserRecord, session_id: str) -> ChatSessionRecord:
@@ -96,7 +133,10 @@ def _check_length(blocks: list[ContentBlock], limit: int) -> None:
     if chars > limit:
         raise ApiError(
             ApiCode.PAYLOAD_TOO_LARGE,
-            f"a message holds at most {limit} characters of text; this one has {chars}",
+            Localized(
+                f"a message holds at most {limit} characters of text; this one has {chars}",
+                f"一条消息最多 {limit} 个字符的文本，这条有 {chars} 个",
+            ),
         )
 
 
@@ -124,15 +164,24 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     q: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[datetime | None, Query()] = None,
 ) -> Envelope[SessionPage]:
-    """Newest first; ``q`` matches an id prefix or a title containing it."""
+    """Newest first; ``q`` matches an id prefix or a title containing it; ``since`` (ISO 8601,
+    UTC when it names no zone) keeps the sessions created or active at or after it: a client
+    passes the newest ``updatedAt`` it has to pick up sessions created or used elsewhere."""
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
     try:
         items, next_cursor = await wb.store.list_chat_sessions(
-            user.id, limit=limit, cursor=cursor or None, query=(q or "").strip() or None
+            user.id,
+            limit=limit,
+            cursor=cursor or None,
+            query=(q or "").strip() or None,
+            since=since,
         )
     except ValueError:
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "cursor") from None
-    page = SessionPage(items=[session_out(wb, c) for c in items], next_cursor=next_cursor)
+    page = SessionPage(items=await sessions_out(wb, items), next_cursor=next_cursor)
     return Envelope(data=page, request_id=rid)
 
 
@@ -140,7 +189,22 @@ async def list_sessions(
 async def get_session(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[SessionOut]:
-    return Envelope(data=session_out(wb, await owned(wb, user, session_id)), request_id=rid)
+    chat = await owned(wb, user, session_id)
+    usage = usage_out(await wb.store.session_usage(chat.id))
+    out = await one_session_out(wb, chat)
+    return Envelope(data=out.model_copy(update={"usage": usage}), request_id=rid)
+
+
+@router.patch("/{session_id}")
+async def rename_session(
+    session_id: str, body: RenameBody, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
+) -> Envelope[SessionOut]:
+    """The title the user chose, kept from then on (a turn never replaces it); the session
+    keeps its place in the list."""
+    chat = await owned(wb, user, session_id)
+    if not await wb.store.rename_chat_session(chat.id, body.title):
+        raise ApiError(ApiCode.NOT_FOUND)
+    return Envelope(data=session_out(wb, replace(chat, title=body.title)), request_id=rid)
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response)
@@ -153,10 +217,14 @@ async def delete_session(session_id: str, wb: WorkbenchDep, user: UserDep) -> Re
 async def get_messages(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[list[MessageOut]]:
-    """The full history: compacted messages too (marked ``compacted``)."""
+    """The full history: compacted messages too (marked ``compacted``), each with its time
+    (``createdAt``) and its tool calls' ``durationMs``."""
     chat = await owned(wb, user, session_id)
     events = await wb.built.session_storage.load_events(chat.ledger_session_id)
-    return Envelope(data=history(events), request_id=rid)
+    turns = await wb.store.session_turn_usage(chat.id)
+    usage = {seq: usage_out(record) for seq, record in turns.items()}
+    durations = await wb.store.tool_durations(chat.id)
+    return Envelope(data=history(events, durations, usage=usage), request_id=rid)
 
 
 @router.delete("/{session_id}/messages")
@@ -217,7 +285,7 @@ async def cancel(
     """Idempotent: 200 even when no turn is running."""
     chat = await owned(wb, user, session_id)
     await wb.hub.cancel(chat)
-    return Envelope(data=session_out(wb, chat), request_id=rid)
+    return Envelope(data=await one_session_out(wb, chat), request_id=rid)
 
 
 @router.put("/{session_id}/memory")
@@ -236,3 +304,56 @@ async def compact(
     """Compacts every uncompacted message now, in any mode."""
     chat = await wb.hub.compact(await owned(wb, user, session_id))
     return Envelope(data=session_out(wb, chat), request_id=rid)
+
+
+_APPROVAL_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": ApprovalBody.model_json_schema(by_alias=True)}},
+}
+
+
+@router.post(
+    "/{session_id}/approvals/{call_id}",
+    openapi_extra={"requestBody": _APPROVAL_BODY},
+    responses={
+        404: {"model": ErrorEnvelope, "description": "NOT_FOUND, APPROVAL_NOT_FOUND"},
+        409: {
+            "model": ErrorEnvelope,
+            "description": "APPROVAL_ALREADY_DECIDED: by someone else, the timeout, or the "
+            "turn ended",
+        },
+        422: {"model": ErrorEnvelope, "description": "VALIDATION_UNPROCESSABLE: bad body"},
+    },
+)
+async def decide_approval(
+    session_id: str,
+    call_id: str,
+    request: Request,
+    wb: WorkbenchDep,
+    user: UserDep,
+    lang: LanguageDep,
+    rid: RequestIdDep,
+) -> Envelope[ApprovalOut]:
+    """Approve or deny a tool call that waits for a decision, from any device and through
+    any server process; answered once the turn has the decision (a turn whose process died
+    goes on here). ``remember: "session"`` approves the tool for the rest of the session.
+    A body that is not a decision is 422 ``VALIDATION_UNPROCESSABLE``."""
+    chat = await owned(wb, user, session_id)
+    body = _approval_body(await request.body())
+    decision = Decision(
+        body.decision, user.username, datetime.now(UTC), body.reason or None, body.remember
+    )
+    out = await wb.hub.decide(chat, call_id, decision, lang)
+    return Envelope(data=out, request_id=rid)
+
+
+def _approval_body(raw: bytes) -> ApprovalBody:
+    """422 for a body that is not a decision (the one route whose contract asks for it)."""
+    try:
+        return ApprovalBody.model_validate_json(raw)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in err.errors()
+        )
+        raise ApiError(ApiCode.VALIDATION_UNPROCESSABLE, problems) from None

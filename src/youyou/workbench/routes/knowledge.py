@@ -19,10 +19,17 @@ from youyou.adapters.knowledge.base import MAX_NAME_CHARS
 from youyou.adapters.knowledge.sources import MAX_DOCUMENT_BYTES
 from youyou.domain.errors import AgentError
 from youyou.workbench.context import RequestIdDep, UserDep, WorkbenchDep
-from youyou.workbench.errors import ApiCode, ApiError, check_user_limit, from_agent_error
+from youyou.workbench.errors import (
+    ApiCode,
+    ApiError,
+    Localized,
+    check_user_limit,
+    from_agent_error,
+)
 from youyou.workbench.intake import large_body
 from youyou.workbench.routes import ASSET_ERRORS
 from youyou.workbench.schemas import ApiModel, Envelope
+from youyou.workbench.validation import field_problems
 
 router = APIRouter(prefix="/chat", tags=["knowledge"], responses=ASSET_ERRORS)
 
@@ -91,13 +98,14 @@ async def _named_content(request: Request) -> tuple[str, bytes]:
             return (name if isinstance(name, str) and name else file.filename or ""), data
         if isinstance(file, str) and isinstance(name, str):
             return name, file.encode()
-        raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, "file: a document file is required")
+        raise ApiError(
+            ApiCode.VALIDATION_INVALID_ARGUMENT,
+            Localized("file: a document file is required", "file：需要一个文档文件"),
+        )
     try:
         body = DocumentBody.model_validate_json(await request.body())
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = field_problems(exc.errors())
         raise ApiError(ApiCode.VALIDATION_INVALID_ARGUMENT, problems) from None
     return body.name, body.content.encode()
 
@@ -113,7 +121,8 @@ async def upload_document(
     names = {document.path for document in await knowledge.uploads(user.id)}
     if name not in names:  # replacing a document of the same name adds none
         limit = wb.settings.server.user_knowledge_documents
-        check_user_limit(len(names), limit, "documents", "user_knowledge_documents")
+        what = Localized("documents", "文档")
+        check_user_limit(len(names), limit, what, "user_knowledge_documents")
     try:
         document = await knowledge.upload(user.id, name, data)
     except AgentError as err:

@@ -1,40 +1,76 @@
+// @ts-check
 // The chat page: session list, conversation, context bar and composer. A sent message is
 // answered by a Server-Sent Event stream; when the connection drops the page re-attaches to
-// the running turn with Last-Event-ID, and opening a session whose turn is running replays it.
+// the running turn with Last-Event-ID, and opening a session whose turn is running replays it
+// (with Stop, and saying so when the turn was started in another tab or on another device).
+//
+// Every control of the page is derived from the view's state in one place, `render()`: the
+// session (null while none is open or it loads), the running turn (null, or where it was
+// started and whether a stop was asked), what is busy (mode switch, compaction), the drawer
+// and the connection. Handlers change the state and call `render()`; nothing else sets
+// `disabled` or `hidden`.
 
-import { ApiError, api, request } from "./api.js";
+import { ApiError, api, isUnreachable, request } from "./api.js";
+import { ApprovalCards } from "./approvals.js";
+import { connection, onConnection } from "./connection.js";
 import { h, notify } from "./dom.js";
 import { t } from "./i18n.js";
 import { Composer } from "./composer.js";
-import { Answer, addStoredAssistant, markCompacted, summaryNote, systemMessage, userMessage } from "./messages.js";
+import { Answer, addStoredAssistant, contentOf, markCompacted, summaryNote, systemMessage, userMessage } from "./messages.js";
 import { SessionList, models, newSession } from "./sessions.js";
+import { sessionMenu } from "./session_actions.js";
+import { settings } from "./settings.js";
 import { readEvents } from "./sse.js";
 
-const BLOCK_PERCENT = 95;
-const WARN_PERCENT = 70;
 const RETRY_MS = [300, 1000, 2000, 4000, 5000];
 const PINNED_PX = 80;
-const MODES = ["every_30_turns", "context_70_percent", "manual"];
+/** The width below which the session list is a drawer (the same as in app.css). */
+const PHONE = window.matchMedia("(max-width: 700px)");
 
+/** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** @param {number} n */
 const number = (n) => n.toLocaleString(document.documentElement.lang || undefined);
+/** sessionStorage marks the turns this tab started: it survives a reload of the tab but is
+ * not shared with other tabs, so a replayed turn without the mark was started elsewhere.
+ * @param {string} id */
+const turnKey = (id) => `youyou.turn.${id}`;
 
-/** A note of the answer's stream in the page's language (the server writes English). */
+/** A note of the answer's stream in the page's language (the server writes English).
+ * @param {string} note */
 function noteText(note) {
   const waiting = /^waiting for the model (\d+)s$/.exec(note);
   return waiting ? t("waitingForModel", { seconds: waiting[1] }) : note;
 }
 
+/** The share of the window in use, not capped: the numbers and the percentage agree.
+ * @param {{contextTokens: number, contextWindowTokens: number}} memory */
+export function usagePercent(memory) {
+  if (!memory.contextWindowTokens) return 100;
+  return Math.round((memory.contextTokens * 100) / memory.contextWindowTokens);
+}
+
+/** @typedef {{where: "here" | "elsewhere", stopping: boolean}} Turn */
+
 export class ChatView {
+  /** @param {{id: string}} user */
   constructor(user) {
     this.user = user;
+    /** @type {any} the open session, null while none is open or it loads */
     this.session = null;
+    /** @type {Turn | null} */
+    this.turn = null;
+    this.busy = { mode: false, compact: false };
+    this.drawerOpen = false;
+    /** @type {AbortController | null} */
     this.stream = null;
-    this.running = false;
+    /** @type {object | null} */
+    this.opening = null;
     this.pinned = true;
-    this.sessions = new SessionList();
+    this.sessions = new SessionList({ onChange: (session) => this.sessionChanged(session) });
     this.composer = new Composer({ onSend: (content, text) => this.send(content, text), onStop: () => this.stop() });
 
+    this.drawerButtons = [this.drawerButton(), this.drawerButton()];
     this.title = h("h2", { class: "conv-title" });
     this.modelLabel = h("span", { class: "muted" });
     this.meterFill = h("div", { class: "meter-fill" });
@@ -46,11 +82,11 @@ export class ChatView {
       "aria-valuemax": "100",
     }, this.meterFill);
     this.usage = h("span", { class: "usage" });
+    const { memory } = settings();
     this.mode = h(
       "select",
-      // Enabled once a session is open: a choice made before that would have nothing to save.
-      { id: "memory-mode", disabled: true, onchange: () => this.setMode() },
-      MODES.map((mode) => h("option", { value: mode }, t(`mode.${mode}`))),
+      { id: "memory-mode", onchange: () => this.setMode() },
+      memory.modes.map((mode) => h("option", { value: mode }, modeLabel(mode))),
     );
     this.compactButton = h("button", { type: "button", onclick: () => this.compact() }, t("compact"));
     this.contextBar = h(
@@ -62,33 +98,51 @@ export class ChatView {
       this.mode,
       this.compactButton,
     );
+    this.menu = sessionMenu({
+      session: () => this.session,
+      renamed: (session) => this.sessionChanged(session, true),
+      deleted: (id) => {
+        this.sessions.remove(id);
+        location.hash = "#/chat";
+      },
+    });
     this.log = h("div", { class: "messages", role: "log", "aria-label": t("conversation"), tabindex: "0" });
     this.log.addEventListener("scroll", () => {
       this.pinned = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < PINNED_PX;
     });
+    this.log.addEventListener("click", (event) => this.messageAction(event));
     new MutationObserver(() => {
       if (this.pinned) this.log.scrollTop = this.log.scrollHeight;
     }).observe(this.log, { childList: true, subtree: true, characterData: true });
+    this.approvals = new ApprovalCards(this.log, { onDecided: () => this.afterDecision() });
     this.connection = h("p", { class: "connection", role: "status" });
+    this.elsewhere = h("p", { class: "running-elsewhere", role: "status" }, t("runningElsewhere"));
     this.noticeText = h("span");
     this.notice = h(
       "div",
-      { class: "notice danger", role: "alert", hidden: true },
+      { class: "notice danger", role: "alert" },
       this.noticeText,
       h("button", { type: "button", onclick: () => this.compact() }, t("compactNow")),
     );
     this.conversation = h(
       "section",
       { class: "conversation", "aria-label": t("conversation") },
-      h("header", { class: "conv-head" }, h("div", { class: "conv-title-row" }, this.title, this.modelLabel), this.contextBar),
+      h(
+        "header",
+        { class: "conv-head" },
+        h("div", { class: "conv-title-row" }, this.drawerButtons[0], this.title, this.modelLabel, h("span", { class: "spacer" }), this.menu.el),
+        this.contextBar,
+      ),
       this.log,
       this.connection,
+      this.elsewhere,
       this.notice,
       this.composer.el,
     );
     this.empty = h(
       "section",
       { class: "empty-state", "aria-label": t("welcome") },
+      this.drawerButtons[1],
       h("h2", {}, t("noSessionOpen")),
       h("p", {}, t("emptyHint")),
       h("button", { type: "button", class: "primary", onclick: () => newSession() }, t("newSession")),
@@ -98,24 +152,90 @@ export class ChatView {
       ])),
     );
     this.main = h("div", { class: "chat-main" }, this.empty);
-    this.el = h("div", { class: "chat" }, this.sessions.el, this.main);
+    this.el = h(
+      "div",
+      { class: "chat" },
+      this.sessions.el,
+      h("div", { class: "drawer-backdrop", onclick: () => this.setDrawer(false) }),
+      this.main,
+    );
+    this.sessions.el.addEventListener("click", (event) => {
+      if (event.target instanceof Element && event.target.closest("a[data-id]")) this.setDrawer(false);
+    });
+    /** @param {KeyboardEvent} event */
     this.keys = (event) => this.shortcut(event);
+    this.unsubscribe = () => {};
+    this.render();
   }
 
+  drawerButton() {
+    return h("button", {
+      type: "button",
+      class: "ghost drawer-toggle",
+      "aria-controls": "session-drawer",
+      "aria-label": t("openSessions"),
+      onclick: () => this.setDrawer(!this.drawerOpen),
+    }, "☰");
+  }
+
+  /** The controls of the page, from the state alone. */
+  render() {
+    const session = this.session;
+    const running = this.turn !== null;
+    const percent = session ? usagePercent(session.memory) : 0;
+    const blocked = percent >= settings().memory.blockPercent;
+    this.composer.render({
+      ready: Boolean(session),
+      running,
+      stopping: Boolean(this.turn?.stopping),
+      blocked,
+      offline: connection() === "unreachable",
+    });
+    this.log.setAttribute("aria-busy", String(running));
+    this.mode.disabled = !session || running || this.busy.mode;
+    this.compactButton.disabled = !session || running || this.busy.compact || !session.memory.canCompact;
+    this.compactButton.textContent = this.busy.compact ? t("compacting") : t("compact");
+    this.elsewhere.hidden = this.turn?.where !== "elsewhere";
+    this.notice.hidden = !blocked;
+    this.noticeText.textContent = blocked ? t("contextFull", { percent }) : "";
+    this.menu.render({ ready: Boolean(session), running });
+    this.el.classList.toggle("drawer-open", this.drawerOpen);
+    // the open drawer is modal: what it covers can be neither clicked nor tabbed to
+    this.main.inert = this.drawerOpen && PHONE.matches;
+    for (const button of this.drawerButtons) button.setAttribute("aria-expanded", String(this.drawerOpen));
+  }
+
+  /** @param {boolean} open */
+  setDrawer(open) {
+    if (open === this.drawerOpen) return;
+    this.drawerOpen = open;
+    this.render();
+    if (open) this.sessions.focusSearch();
+  }
+
+  /** @param {HTMLElement} container */
   mount(container) {
     container.replaceChildren(this.el);
     document.addEventListener("keydown", this.keys);
+    this.unsubscribe = onConnection(() => this.render());
     this.sessions.reload();
+    this.sessions.start();
   }
 
   unmount() {
     this.stream?.abort();
+    this.sessions.stop();
+    this.unsubscribe();
     document.removeEventListener("keydown", this.keys);
   }
 
+  /** @param {KeyboardEvent} event */
   shortcut(event) {
     if (document.querySelector("dialog[open]")) return;
-    if (event.key === "Escape" && this.running) {
+    if (event.key === "Escape" && this.drawerOpen) {
+      event.preventDefault();
+      this.setDrawer(false);
+    } else if (event.key === "Escape" && this.turn) {
       event.preventDefault();
       this.stop();
     } else if ((event.ctrlKey || event.metaKey) && event.code === "KeyK") {
@@ -129,19 +249,23 @@ export class ChatView {
 
   // -- opening a session -----------------------------------------------------------------------
 
+  /** @param {string | null} id */
   async open(id) {
     this.stream?.abort();
     this.stream = null;
-    this.setRunning(false);
+    this.turn = null;
+    this.session = null;
+    this.drawerOpen = false;
     this.sessions.setActive(id);
     const token = (this.opening = {});
     if (!id) {
-      this.session = null;
       this.main.replaceChildren(this.empty);
+      this.render();
       return;
     }
     this.main.replaceChildren(this.conversation);
     this.composer.setLoading();
+    this.render();
     this.log.replaceChildren(h("p", { class: "muted" }, t("loading")));
     let session, messages, config, available;
     try {
@@ -152,32 +276,37 @@ export class ChatView {
         models().catch(() => []),
       ]);
     } catch (error) {
-      if (token === this.opening) this.log.replaceChildren(h("p", { class: "msg-error", role: "alert" }, error.message));
+      if (token === this.opening) this.log.replaceChildren(h("p", { class: "msg-error", role: "alert" }, errorText(error)));
       return;
     }
     if (token !== this.opening) return;
     this.session = session;
-    const model = available.find((m) => m.id === session.modelId) || null;
+    const model = available.find((/** @type {any} */ m) => m.id === session.modelId) || null;
     this.title.textContent = session.title;
+    this.title.title = session.title;
     this.modelLabel.textContent = model ? model.displayName : session.modelId;
     if (model && !model.capabilities.includes("tool_use")) {
       this.modelLabel.textContent += ` · ${t("noTools")}`; // answers without tools; /skill still works
     }
-    this.sessions.upsert(session, false);
+    this.sessions.upsert(session);
     const selected = new Set(config.selection.skillIds);
     this.composer.setContext({
       draftKey: `youyou.draft.${this.user.id}.${id}`,
-      skills: config.skills.filter((skill) => selected.has(skill.id)),
+      skills: config.skills.filter((/** @type {any} */ skill) => selected.has(skill.id)),
       model,
     });
     this.renderHistory(messages);
+    this.approvals.showSession(session);
     this.showMemory(session.memory);
-    if (session.running) this.follow(this.newStream(), null, this.liveAnswer(), true);
+    if (session.running) this.attach();
+    else sessionStorage.removeItem(turnKey(id));
     this.composer.focus();
   }
 
+  /** @param {any[]} messages */
   renderHistory(messages) {
     this.log.replaceChildren();
+    /** @type {Answer | null} */
     let answer = null;
     messages.forEach((message, i) => {
       const info = { seq: message.seq, compacted: message.compacted, createdAt: message.createdAt };
@@ -207,6 +336,7 @@ export class ChatView {
     if (this.session?.id !== id) return;
     this.session = session;
     this.renderHistory(messages);
+    this.approvals.showSession(session);
     this.showMemory(session.memory);
   }
 
@@ -214,35 +344,45 @@ export class ChatView {
     const id = this.session.id;
     const session = await api("GET", `/chat/sessions/${id}`);
     if (this.session?.id !== id) return;
-    this.session = session;
+    this.sessionChanged(session, true);
+  }
+
+  /** A newer state of a session: from the list's polling, a rename or the end of a turn. A
+   * turn of the open session started elsewhere is followed here.
+   * @param {any} session @param {boolean} [own] from this page (else from the list) */
+  sessionChanged(session, own = false) {
+    if (own) this.sessions.upsert(session);
+    if (!this.session || session.id !== this.session.id) return;
     this.title.textContent = session.title;
-    this.showMemory(session.memory);
-    this.sessions.upsert(session, true);
+    this.title.title = session.title;
+    if (own) {
+      this.session = session;
+      this.showMemory(session.memory);
+    } else if (session.running && !this.turn && !this.log.querySelector(".msg.streaming")) {
+      this.attach();
+    }
   }
 
   // -- context bar and memory -------------------------------------------------------------------
 
+  /** @param {any} memory */
   showMemory(memory) {
     this.session.memory = memory;
-    const percent = memory.contextUsagePercent;
+    const percent = usagePercent(memory);
     const text = t("usage", {
       tokens: number(memory.contextTokens),
       window: number(memory.contextWindowTokens),
       percent,
     });
+    const { blockPercent, warnPercent } = settings().memory;
     this.meterFill.style.width = `${Math.min(percent, 100)}%`;
-    this.meter.setAttribute("aria-valuenow", String(percent));
+    this.meter.setAttribute("aria-valuenow", String(Math.min(percent, 100)));
     this.meter.setAttribute("aria-valuetext", text);
     this.usage.textContent = text;
-    this.contextBar.dataset.level = percent >= BLOCK_PERCENT ? "danger" : percent >= WARN_PERCENT ? "warn" : "ok";
+    this.contextBar.dataset.level = percent >= blockPercent ? "danger" : percent >= warnPercent ? "warn" : "ok";
     this.mode.value = memory.mode;
-    this.mode.disabled = this.running;
-    this.compactButton.disabled = this.running || !memory.canCompact;
-    const blocked = percent >= BLOCK_PERCENT;
-    this.notice.hidden = !blocked;
-    this.noticeText.textContent = blocked ? t("contextFull", { percent }) : "";
-    this.composer.setBlocked(blocked);
     this.placeSummary();
+    this.render();
   }
 
   placeSummary() {
@@ -255,9 +395,10 @@ export class ChatView {
     else this.log.prepend(note);
   }
 
+  /** @param {number} seq */
   markCompactedThrough(seq) {
     for (const article of this.log.querySelectorAll("article[data-seq]")) {
-      if (Number(article.dataset.seq) <= seq) markCompacted(article);
+      if (article instanceof HTMLElement && Number(article.dataset.seq) <= seq) markCompacted(article);
     }
   }
 
@@ -265,75 +406,99 @@ export class ChatView {
     const session = this.session;
     if (!session) return;
     const previous = session.memory;
-    this.mode.disabled = true;
+    const chosen = this.mode.value;
+    this.busy.mode = true;
+    this.render();
     try {
-      const updated = await api("PUT", `/chat/sessions/${session.id}/memory`, { mode: this.mode.value });
+      const updated = await api("PUT", `/chat/sessions/${session.id}/memory`, { mode: chosen });
       if (this.session !== session) return;
       this.session = updated;
       if (updated.memory.compactedMessageCount !== previous.compactedMessageCount) await this.reloadHistory();
       else this.showMemory(updated.memory);
-      notify(t("modeSaved", { mode: t(`mode.${updated.memory.mode}`) }));
+      notify(t("modeSaved", { mode: modeLabel(updated.memory.mode) }));
     } catch (error) {
       this.mode.value = previous.mode;
-      notify(error.message, "error");
+      notify(errorText(error), "error");
     } finally {
-      this.mode.disabled = this.running || !this.session;
+      this.busy.mode = false;
+      this.render();
     }
   }
 
   async compact() {
     const session = this.session;
-    this.compactButton.disabled = true;
-    this.compactButton.textContent = t("compacting");
+    if (!session) return;
+    this.busy.compact = true;
+    this.render();
     try {
       await api("POST", `/chat/sessions/${session.id}/memory:compact`);
       if (this.session === session) await this.reloadHistory();
       notify(t("compactedDone"));
     } catch (error) {
-      notify(error.message, "error");
+      notify(errorText(error), "error");
     } finally {
-      this.compactButton.textContent = t("compact");
-      if (this.session) this.showMemory(this.session.memory);
+      this.busy.compact = false;
+      this.render();
+    }
+  }
+
+  // -- per-message actions ----------------------------------------------------------------------
+
+  /** Retry (an answer that failed or did not finish: its question is sent again as a new turn)
+   * and Edit & resend (the question goes back into the composer).
+   * @param {MouseEvent} event */
+  messageAction(event) {
+    const button = event.target instanceof Element ? event.target.closest("button[data-action]") : null;
+    if (!(button instanceof HTMLElement)) return;
+    const article = button.closest("article");
+    if (button.dataset.action === "edit" && article) {
+      const content = contentOf(article);
+      if (content) this.composer.edit(textOf(content));
+    } else if (button.dataset.action === "retry" && article) {
+      let question = article.previousElementSibling;
+      while (question && !question.matches("article.msg.user")) question = question.previousElementSibling;
+      const content = question && contentOf(question);
+      if (content) this.send(content, textOf(content));
     }
   }
 
   // -- turns --------------------------------------------------------------------------------------
 
-  setRunning(running) {
-    this.running = running;
-    this.composer.setRunning(running);
-    this.log.setAttribute("aria-busy", String(running));
-    this.mode.disabled = running || !this.session;
-    this.compactButton.disabled = running || !this.session?.memory.canCompact;
-  }
-
   liveAnswer() {
     const answer = new Answer();
-    answer.el.classList.add("streaming");
+    answer.live();
     this.log.querySelector(".empty-log")?.remove();
     this.log.append(answer.el);
     return answer;
   }
 
-  newStream() {
+  /** Follows the session's running turn from its first frame, with Stop. */
+  attach() {
+    const id = this.session.id;
+    this.turn = { where: sessionStorage.getItem(turnKey(id)) ? "here" : "elsewhere", stopping: false };
     this.stream?.abort();
     this.stream = new AbortController();
-    return this.stream;
+    this.render();
+    this.follow(this.stream, null, this.liveAnswer(), true);
   }
 
-  /** Sends; true once the server has accepted the message (the composer then forgets it). */
+  /** Sends; true once the server has accepted the message (the composer then forgets it). A
+   * refused send leaves whatever this page follows alone.
+   * @param {any} content @param {string} text */
   async send(content, text) {
     const session = this.session;
-    if (!session || this.running || session.memory.contextUsagePercent >= BLOCK_PERCENT) return false;
+    if (!session || this.turn || usagePercent(session.memory) >= settings().memory.blockPercent) return false;
     this.log.querySelector(".empty-log")?.remove();
-    const user = userMessage(content);
+    const user = userMessage(content, { createdAt: new Date().toISOString() });
     this.pinned = true;
     this.log.append(user);
     const answer = this.liveAnswer();
     answer.user = user;
     answer.sent = text;
-    this.setRunning(true);
-    const controller = this.newStream();
+    this.turn = { where: "here", stopping: false };
+    this.render();
+    const controller = new AbortController();
+    this.stream = controller;
     let response;
     try {
       response = await request("POST", `/chat/sessions/${session.id}/messages`, {
@@ -344,27 +509,41 @@ export class ChatView {
       user.remove();
       answer.el.remove();
       if (controller.signal.aborted) return false;
-      this.setRunning(false);
-      notify(error.message, "error");
+      this.turn = null;
+      this.render();
+      if (error instanceof ApiError && error.code === "TURN_BUSY") {
+        notify(t("turnBusy"));
+        this.attach();
+      } else if (error instanceof ApiError && error.code === "CHAT_CONTEXT_LIMIT_REACHED") {
+        notify(t("contextLimitRefused"), "error");
+      } else if (!isUnreachable(error)) {
+        notify(errorText(error), "error"); // unreachable: the banner says it, the draft stays
+      }
       return false;
     }
-    this.sessions.upsert({ ...session, running: true, updatedAt: new Date().toISOString() }, true);
+    sessionStorage.setItem(turnKey(session.id), "1");
+    this.sessions.upsert({ ...session, running: true, updatedAt: new Date().toISOString() });
     this.follow(controller, response, answer, false);
     return true;
   }
 
   async stop() {
-    if (!this.running || !this.session) return;
-    this.composer.stopping();
+    if (!this.turn || !this.session) return;
+    this.turn.stopping = true;
+    this.render();
     try {
       await api("POST", `/chat/sessions/${this.session.id}/cancel`);
     } catch (error) {
-      notify(error.message, "error");
+      if (this.turn) this.turn.stopping = false;
+      this.render();
+      notify(errorText(error), "error");
     }
   }
 
   /** Reads the turn's frames until it ends, re-attaching after Last-Event-ID when the
-   * connection drops. `replay` is a follow from the first frame of a turn already running. */
+   * connection drops. `replay` is a follow from the first frame of a turn already running.
+   * @param {AbortController} controller @param {Response | null} response
+   * @param {Answer} answer @param {boolean} replay */
   async follow(controller, response, answer, replay) {
     const id = this.session.id;
     const { signal } = controller;
@@ -390,7 +569,7 @@ export class ChatView {
         }
       } catch (error) {
         if (signal.aborted) return;
-        if (error instanceof ApiError) {
+        if (error instanceof ApiError && !isUnreachable(error)) {
           answer.error(error.message);
           ended = true;
         }
@@ -404,16 +583,19 @@ export class ChatView {
     if (signal.aborted) return;
     this.connection.textContent = "";
     answer.finish();
-    this.setRunning(false);
+    sessionStorage.removeItem(turnKey(id));
+    this.turn = null;
+    this.render();
     try {
       if (ended) await this.refreshSession();
       else await this.reloadHistory();
     } catch (error) {
-      notify(error.message, "error");
+      notify(errorText(error), "error");
     }
   }
 
-  /** Applies one frame; true when it ends the turn. */
+  /** Applies one frame; true when it ends the turn.
+   * @param {{event: string, data: any}} frame @param {Answer} answer @param {boolean} replay */
   frame({ event, data }, answer, replay) {
     switch (event) {
       case "turn_started":
@@ -432,10 +614,19 @@ export class ChatView {
       case "tool_call_end":
         answer.toolEnd(data);
         return false;
+      case "tool_approval_requested":
+        this.approvals.request(data);
+        this.sessions.upsert({ ...this.session, running: true, awaitingApproval: true });
+        return false;
+      case "tool_approval_decided":
+        this.approvals.decided(data.callId);
+        this.sessions.upsert({ ...this.session, running: true, awaitingApproval: this.approvals.waiting });
+        return false;
       case "context_compacted":
         this.markCompactedThrough(data.replacesThroughSeq);
         return false;
       case "turn_complete":
+        if (data.usage) answer.usage(data.usage);
         if (data.memory) this.showMemory(data.memory);
         return true;
       case "turn_cancelled":
@@ -449,23 +640,48 @@ export class ChatView {
     }
   }
 
-  /** Stored messages of the running turn are shown again by its replay: drop them. */
+  /** A decision of this tab: a turn no process ran (its server restarted) goes on now. */
+  afterDecision() {
+    if (!this.turn && this.session && !this.approvals.waiting) this.attach();
+  }
+
+  /** Stored messages of the running turn are shown again by its replay: drop them.
+   * @param {number} seq @param {Answer} answer */
   dropAfter(seq, answer) {
     for (const article of this.log.querySelectorAll("article[data-seq]")) {
-      if (Number(article.dataset.seq) > seq && article !== answer.el) article.remove();
+      if (article instanceof HTMLElement && Number(article.dataset.seq) > seq && article !== answer.el) article.remove();
     }
   }
 
+  /** @param {Answer} answer @param {{code: string, message: string}} error */
   turnError(answer, { code, message }) {
     if (code === "CHAT_CONTEXT_LIMIT_REACHED") {
       // The server did not keep the message: give it back to the composer.
       answer.user?.remove();
       answer.el.remove();
       if (answer.sent) this.composer.restore(answer.sent);
-      notify(message, "error");
+      notify(t("contextLimitRefused"), "error");
       return;
     }
     answer.error(message);
     answer.incomplete();
   }
+}
+
+/** @param {string} mode */
+function modeLabel(mode) {
+  const { memory } = settings();
+  return t(`mode.${mode}`, { turns: memory.everyTurns, percent: memory.contextPercent });
+}
+
+/** @param {unknown} error */
+function errorText(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The text of a message's content (blocks or a string).
+ * @param {any} content @returns {string} */
+function textOf(content) {
+  if (typeof content === "string") return content;
+  return content.filter((/** @type {any} */ b) => b.type === "text").map((/** @type {any} */ b) => b.text).join("\n");
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // The message box: Enter sends, Shift+Enter breaks the line, `/` at the start offers the
 // selected skills, images can be pasted or dropped and text files attached (checked for type
 // and size before anything is uploaded), and the draft is kept in localStorage per session
@@ -6,10 +7,8 @@
 import { formatBytes, h, notify } from "./dom.js";
 import { t } from "./i18n.js";
 import { IMAGE_TYPES } from "./messages.js";
+import { settings } from "./settings.js";
 
-const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
-const MAX_TEXT_BYTES = 512 * 1024;
-const MAX_ATTACHMENTS = 10;
 const MAX_INPUT_HEIGHT = 240;
 const TEXT_TYPES = new Set([
   "application/json", "application/x-ndjson", "application/xml", "application/yaml",
@@ -48,8 +47,8 @@ export class Composer {
     this.skills = [];
     this.model = null;
     this.draftKey = null;
-    this.running = false;
-    this.blocked = false;
+    /** What the chat view's render gave; `sending` is the composer's own. */
+    this.state = { ready: false, running: false, stopping: false, blocked: false, offline: false };
     this.sending = false;
     this.matches = [];
     this.active = 0;
@@ -60,7 +59,6 @@ export class Composer {
       placeholder: t("messagePlaceholder"),
       "aria-autocomplete": "list",
       "aria-controls": "skill-menu",
-      "aria-expanded": "false",
       oninput: () => this.changed(),
       onkeydown: (event) => this.keydown(event),
       onpaste: (event) => this.paste(event),
@@ -118,18 +116,29 @@ export class Composer {
     );
   }
 
-  /** No typing or attaching until the session is there: its draft and its empty attachment
-   * list would replace what was typed or attached meanwhile. */
+  /** The controls from the chat's state: `ready` (the session has loaded: no typing or
+   * attaching before, its draft and empty attachment list would replace what was typed),
+   * `running` (Stop instead of Send), `stopping`, `blocked` (the context is full) and
+   * `offline` (the server is unreachable: sending is held, the draft stays). */
+  render(state) {
+    this.state = { ...this.state, ...state };
+    const { ready, running, stopping, blocked, offline } = this.state;
+    this.input.disabled = !ready;
+    this.attachButton.disabled = !ready;
+    this.sendButton.hidden = running;
+    this.sendButton.disabled = !ready || blocked || offline || this.sending;
+    this.stopButton.hidden = !running;
+    this.stopButton.disabled = stopping;
+    this.stopButton.textContent = stopping ? t("stopping") : t("stop");
+  }
+
+  /** The session is loading: forget the previous session's draft key. */
   setLoading() {
     this.draftKey = null;
-    this.input.disabled = true;
-    this.attachButton.disabled = true;
   }
 
   /** A new session: its draft, the selected skills and the session's model. */
   setContext({ draftKey, skills, model }) {
-    this.input.disabled = false;
-    this.attachButton.disabled = false;
     this.draftKey = draftKey;
     this.skills = skills;
     this.model = model;
@@ -137,32 +146,6 @@ export class Composer {
     this.clearAttachments();
     this.closeMenu();
     this.resize();
-  }
-
-  setRunning(running) {
-    this.running = running;
-    this.update();
-  }
-
-  setBlocked(blocked) {
-    this.blocked = blocked;
-    this.update();
-  }
-
-  update() {
-    this.sendButton.hidden = this.running;
-    this.sendButton.disabled = this.blocked || this.sending;
-    this.stopButton.hidden = !this.running;
-    if (!this.running) {
-      this.stopButton.disabled = false;
-      this.stopButton.textContent = t("stop");
-    }
-  }
-
-  /** The cancel was asked; the stream's end will say when the turn stopped. */
-  stopping() {
-    this.stopButton.disabled = true;
-    this.stopButton.textContent = t("stopping");
   }
 
   focus() {
@@ -174,6 +157,14 @@ export class Composer {
     if (this.input.value.trim()) return;
     this.input.value = text;
     this.changed();
+  }
+
+  /** Edit & resend: the message replaces the box's text, ready to change and send. */
+  edit(text) {
+    this.input.value = text;
+    this.changed();
+    this.input.focus();
+    this.input.setSelectionRange(text.length, text.length);
   }
 
   changed() {
@@ -191,7 +182,7 @@ export class Composer {
   }
 
   async submit() {
-    if (this.running || this.blocked || this.sending) return;
+    if (this.sendButton.disabled || this.state.running) return;
     const text = this.input.value.trim();
     if (!text && this.attachments.length === 0) return;
     const content = this.attachments.length
@@ -199,12 +190,12 @@ export class Composer {
       : text;
     const draftKey = this.draftKey;
     this.sending = true;
-    this.update();
+    this.render({});
     try {
       if (!(await this.onSend(content, text))) return;
     } finally {
       this.sending = false;
-      this.update();
+      this.render({});
     }
     if (this.draftKey !== draftKey) {
       localStorage.removeItem(draftKey); // sent; the box shows another session's draft now
@@ -253,7 +244,6 @@ export class Composer {
     this.matches = this.skills.filter((skill) => skill.name.startsWith(typed[1]));
     this.active = 0;
     this.menu.hidden = false;
-    this.input.setAttribute("aria-expanded", "true");
     this.renderMenu();
   }
 
@@ -298,7 +288,6 @@ export class Composer {
 
   closeMenu() {
     this.menu.hidden = true;
-    this.input.setAttribute("aria-expanded", "false");
     this.input.removeAttribute("aria-activedescendant");
   }
 
@@ -326,22 +315,23 @@ export class Composer {
   /** The content block of an acceptable file; throws with the reason otherwise. */
   async check(file) {
     const name = file.name || t("pastedImage");
-    if (this.attachments.length >= MAX_ATTACHMENTS) {
-      throw new Error(t("tooManyAttachments", { max: MAX_ATTACHMENTS }));
+    const limits = settings().limits;
+    if (this.attachments.length >= limits.attachments) {
+      throw new Error(t("tooManyAttachments", { max: limits.attachments }));
     }
     if (file.type.startsWith("image/")) {
       if (!IMAGE_TYPES.includes(file.type)) throw new Error(t("imageType", { name }));
       if (this.model && !this.model.capabilities.includes("vision")) {
         throw new Error(t("noVision", { model: this.model.displayName }));
       }
-      if (file.size > MAX_IMAGE_BYTES) {
-        throw new Error(t("tooLarge", { name, max: formatBytes(MAX_IMAGE_BYTES) }));
+      if (file.size > limits.imageBytes) {
+        throw new Error(t("tooLarge", { name, max: formatBytes(limits.imageBytes) }));
       }
       return { type: "image", mimeType: file.type, dataBase64: await readBase64(file) };
     }
     if (!isText(file)) throw new Error(t("fileType", { name }));
-    if (file.size > MAX_TEXT_BYTES) {
-      throw new Error(t("tooLarge", { name, max: formatBytes(MAX_TEXT_BYTES) }));
+    if (file.size > limits.textBytes) {
+      throw new Error(t("tooLarge", { name, max: formatBytes(limits.textBytes) }));
     }
     const text = await readText(file);
     if (text === null) throw new Error(t("notUtf8", { name }));

@@ -1,3 +1,4 @@
+// @ts-check
 // The configuration page: the user's prompts (the default marked), SKILL.md skills uploaded
 // by file picker or drag and drop (every failing rule listed), and the active prompt and
 // skills, saved together in one request so nothing is ever half-saved.
@@ -5,10 +6,7 @@
 import { api, apiText } from "./api.js";
 import { confirmAction, formatBytes, h, modal, notify } from "./dom.js";
 import { t } from "./i18n.js";
-
-const MAX_SKILL_BYTES = 65_536;
-const MAX_LABEL = 160;
-const MAX_CONTENT = 12_000;
+import { settings } from "./settings.js";
 
 /** Every failing SKILL.md rule of a refusal, one per entry. */
 export function failedRules(error) {
@@ -20,6 +18,17 @@ export function failedRules(error) {
     .flatMap((part) => part.split(/(?<=\.)\s+(?=[A-Z])/))
     .map((rule) => rule.trim())
     .filter(Boolean);
+}
+
+/** Which file a refusal is about: files are all called SKILL.md, so the name in its
+ * frontmatter (when it has one) and, among several, its place in the upload. */
+async function refusedName(file, index, count) {
+  let name = file.webkitRelativePath || file.name;
+  if (file.size <= settings().limits.skillBytes) {
+    const declared = /^name:[ \t]*["']?([^"'\r\n]+?)["']?[ \t]*$/m.exec(await file.text());
+    if (declared) name = `${name} (${declared[1]})`;
+  }
+  return count > 1 ? t("fileNumber", { n: index + 1, name }) : name;
 }
 
 export class ConfigView {
@@ -123,7 +132,9 @@ export class ConfigView {
     this.render();
   }
 
+  /** Unsaved choice of active prompt and skills (the app asks before leaving the page). */
   dirty() {
+    if (!this.config) return false;
     const saved = this.config.selection;
     const skills = [...this.skillIds];
     return saved.systemPromptId !== this.promptId || skills.length !== saved.skillIds.length
@@ -184,8 +195,8 @@ export class ConfigView {
   }
 
   async editPrompt(prompt) {
-    const label = h("input", { type: "text", maxlength: MAX_LABEL, required: true, value: prompt ? prompt.label : "" });
-    const content = h("textarea", { rows: 10, maxlength: MAX_CONTENT, required: true, value: prompt ? prompt.content : "" });
+    const label = h("input", { type: "text", maxlength: settings().limits.promptLabelChars, required: true, value: prompt ? prompt.label : "" });
+    const content = h("textarea", { rows: 10, maxlength: settings().limits.promptContentChars, required: true, value: prompt ? prompt.content : "" });
     const body = h("div", { class: "form" }, h("label", {}, t("promptLabel"), label), h("label", {}, t("promptContent"), content));
     const title = prompt ? t("editPrompt", { name: prompt.label }) : t("newPrompt");
     for (;;) {
@@ -243,9 +254,10 @@ export class ConfigView {
   async upload(files) {
     this.errors.replaceChildren();
     let added = 0;
-    for (const file of files) {
+    for (const [index, file] of files.entries()) {
       let rules;
-      if (file.size > MAX_SKILL_BYTES) rules = [t("skillTooLarge")];
+      const maxSkill = settings().limits.skillBytes;
+      if (file.size > maxSkill) rules = [t("skillTooLarge", { max: formatBytes(maxSkill) })];
       else {
         const form = new FormData();
         form.append("file", file, file.name);
@@ -257,11 +269,12 @@ export class ConfigView {
           rules = failedRules(error);
         }
       }
+      const name = await refusedName(file, index, files.length);
       this.errors.append(h(
         "div",
         { class: "refused" },
-        h("p", {}, t("skillRefused", { name: file.name })),
-        h("ul", { "aria-label": t("failedRules", { name: file.name }) }, rules.map((rule) => h("li", {}, rule))),
+        h("p", {}, t("skillRefused", { name })),
+        h("ul", { "aria-label": t("failedRules", { name }) }, rules.map((rule) => h("li", {}, rule))),
       ));
     }
     if (added) {

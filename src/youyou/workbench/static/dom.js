@@ -1,3 +1,4 @@
+// @ts-check
 // Building the page with DOM calls only: text always goes in through textContent or text
 // nodes, so nothing a model, a tool or a user wrote is ever parsed as HTML.
 
@@ -34,7 +35,13 @@ export function clear(el) {
   return el;
 }
 
-/** Announcements for screen readers and eyes: errors stay until dismissed, others fade. */
+const INFO_MS = 4000;
+const ERROR_MS = 8000;
+const COPIED_MS = 2000;
+
+/** Announcements for screen readers and eyes, at the top of the page (never over the composer
+ * and its Send/Stop button): they fade on their own, errors after longer, unless the pointer
+ * or focus is on them; × dismisses at once. */
 export function notify(message, kind = "info") {
   const region = document.getElementById("toasts");
   const toast = h(
@@ -44,7 +51,56 @@ export function notify(message, kind = "info") {
     h("button", { class: "ghost", "aria-label": t("dismiss"), onclick: () => toast.remove() }, "×"),
   );
   region.append(toast);
-  if (kind !== "error") setTimeout(() => toast.remove(), 4000);
+  const fade = () => {
+    if (toast.matches(":hover, :focus-within")) setTimeout(fade, 1000);
+    else toast.remove();
+  };
+  setTimeout(fade, kind === "error" ? ERROR_MS : INFO_MS);
+}
+
+/** Copies `text`; the Clipboard API needs a secure context (HTTPS or localhost), so a team
+ * host on plain HTTP falls back to a hidden text area and the copy command.
+ * @param {string} text @returns {Promise<boolean>} whether it was copied */
+export async function copyText(text) {
+  if (window.isSecureContext && navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      // refused (no permission, page not focused): try the fallback
+    }
+  }
+  const area = h("textarea", { class: "copy-buffer", readonly: true, "aria-hidden": "true" });
+  area.value = text;
+  document.body.append(area);
+  const focused = document.activeElement;
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch {
+    copied = false;
+  }
+  area.remove();
+  if (focused instanceof HTMLElement) focused.focus();
+  return copied;
+}
+
+/** A button that copies what `text()` returns and says "Copied" (or the failure) for two
+ * seconds, then reads as before. */
+export function copyButton(label, ariaLabel, text, extra = {}) {
+  const button = h("button", { type: "button", class: "ghost small", "aria-label": ariaLabel, ...extra }, label);
+  let timer;
+  button.addEventListener("click", async () => {
+    const copied = await copyText(text());
+    clearTimeout(timer);
+    button.textContent = copied ? t("copied") : label;
+    if (!copied) notify(t("copyFailed"), "error");
+    timer = setTimeout(() => {
+      button.textContent = label;
+    }, COPIED_MS);
+  });
+  return button;
 }
 
 /** A modal dialog; resolves with the value of the button pressed (null on Esc). The last
@@ -85,10 +141,10 @@ export function modal(title, body, buttons) {
   });
 }
 
-export async function confirmAction(title, message, action) {
+export async function confirmAction(title, message, action, cancel = t("cancel")) {
   const body = h("p", {}, message);
   const answer = await modal(title, body, [
-    { label: t("cancel"), value: false },
+    { label: cancel, value: false },
     { label: action, value: true, class: "danger" },
   ]);
   return answer === true;
@@ -100,9 +156,10 @@ export function formatBytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-export function formatTime(iso) {
+/** A date and time in the page's language; `long` with seconds. */
+export function formatTime(iso, long = false) {
   return new Date(iso).toLocaleString(document.documentElement.lang || undefined, {
-    dateStyle: "short",
-    timeStyle: "short",
+    dateStyle: long ? "medium" : "short",
+    timeStyle: long ? "medium" : "short",
   });
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // A small keyword highlighter for code blocks: comments, strings, numbers and keywords become
 // <span class="tok-…"> around text nodes. It colours; it does not parse.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The UI's words in zh-CN and English. The browser's first language picks one (Chinese for
 // zh-*, English otherwise) until the user switches; the choice is kept in localStorage and
 // sent to the server as Accept-Language so its messages match.
@@ -16,7 +17,7 @@ const MESSAGES = {
     signOut: "退出登录", signOutEverywhere: "在所有设备上退出", signedInAs: "当前用户", retry: "重试",
     mainNav: "主导航", chat: "对话", configuration: "配置", memories: "长期记忆",
     sessions: "会话", newSession: "新建会话", searchSessions: "搜索会话",
-    searchPlaceholder: "按标题或 ID 搜索（Ctrl+K）", loading: "加载中…",
+    searchPlaceholder: "搜索标题、ID 或消息内容（Ctrl+K）", loading: "加载中…",
     noSessions: "还没有会话。", noMatches: "没有匹配的会话。", running: "正在回答",
     untitled: "未命名会话", title: "标题", model: "模型", modelOption: "{name}（上下文 {window} tokens）", create: "创建", cancel: "取消",
     welcome: "欢迎", noSessionOpen: "打开或新建一个会话",
@@ -25,8 +26,8 @@ const MESSAGES = {
     "key.Esc": "停止正在生成的回答", "key.Ctrl+K": "搜索会话", "key.Alt+N": "新建会话",
     conversation: "对话内容", emptyConversation: "还没有消息。在下方输入问题开始。",
     contextUsage: "上下文用量", usage: "{tokens} / {window} tokens · {percent}%",
-    memoryMode: "记忆模式", "mode.every_30_turns": "每 30 轮压缩",
-    "mode.context_70_percent": "上下文达 70% 时压缩", "mode.manual": "手动压缩",
+    memoryMode: "记忆模式", "mode.every_30_turns": "每 {turns} 轮压缩",
+    "mode.context_70_percent": "上下文达 {percent}% 时压缩", "mode.manual": "手动压缩",
     modeSaved: "记忆模式已切换为：{mode}",
     compact: "压缩", compactNow: "立即压缩", compacting: "压缩中…", compactedDone: "会话记忆已压缩。",
     contextFull: "上下文已用 {percent}%，已暂停发送。请先压缩会话记忆再继续。",
@@ -38,6 +39,7 @@ const MESSAGES = {
     system: "系统", systemMessage: "系统消息",
     reasoning: "推理过程", toolCall: "工具调用 {name}", toolRunning: "执行中…",
     toolDone: "完成", toolFailed: "失败", toolNoResult: "无结果", duration: "{ms} ms",
+    tokenUsage: "输入 {input} · 输出 {output} tokens", tokenCost: "费用 {cost}",
     arguments: "参数", output: "输出", code: "代码", copy: "复制", copied: "已复制",
     copyCode: "复制代码", attachedImage: "附带的图片", attachedText: "附带的文本",
     composer: "输入消息", message: "消息",
@@ -65,7 +67,7 @@ const MESSAGES = {
     viewSkill: "查看 {name} 的 SKILL.md", deleteSkill: "删除 Skill {name}",
     deleteSkillConfirm: "删除后无法恢复，它也会从当前选择中移除。",
     skillFile: "{name} 的 SKILL.md", skillRefused: "{name} 未通过校验：",
-    failedRules: "{name} 未通过的规则", skillTooLarge: "Skill 文件不能超过 64 KB。",
+    failedRules: "{name} 未通过的规则", skillTooLarge: "Skill 文件不能超过 {max}。",
     skillsAdded: "已上传 {count} 个 Skill。",
     saveSelection: "保存选择", selectionSaved: "选择已保存。", unsaved: "有未保存的更改",
     memoriesHint: "助手从对话中记住的长期事实。删除后，之后的会话不会再用到它。",
@@ -73,6 +75,23 @@ const MESSAGES = {
     updated: "更新于 {time}", deleteMemory: "删除记忆：{name}",
     deleteMemoryConfirm: "删除后助手将不再记得这条内容。", memoryDeleted: "记忆已删除。",
     dismiss: "关闭提示",
+    serverUnreachable: "无法连接服务器。",
+    passwordTooShort: "密码至少需要 {min} 个字符。", defaultPromptName: "默认提示词",
+    contextLimitRefused: "上下文已满，消息未发送（已放回输入框）。请先压缩会话记忆，或缩短消息后再发送。",
+    unreachableBanner: "无法连接服务器，正在重试…草稿已保留，连接恢复后即可发送。",
+    backBanner: "已重新连接到服务器。",
+    runningElsewhere: "这个回答由另一个标签页或设备发起，正在生成；你也可以在这里停止它。",
+    turnBusy: "该会话已有回答正在生成，已切换为跟随它。",
+    openSessions: "会话列表", accountMenu: "账户菜单",
+    fileNumber: "第 {n} 个文件 {name}",
+    imageLink: "图片：{alt}",
+    leaveTitle: "离开此页？", leaveBody: "当前提示词和 Skill 的选择尚未保存，离开后将丢失。", leave: "离开", stay: "留下",
+    copyFailed: "无法复制，请手动选择文本。",
+    copyAnswer: "复制为 Markdown", retryAnswer: "重试", editResend: "编辑后重发",
+    sessionActions: "会话操作", rename: "重命名", renameSession: "重命名会话",
+    exportMarkdown: "导出 Markdown", exportJson: "导出 JSON",
+    deleteSession: "删除会话", deleteSessionConfirm: "将删除「{title}」及其全部消息，无法恢复。",
+    sessionDeleted: "会话已删除。", sessionRenamed: "会话已重命名。",
   },
   en: {
     appTitle: "YouYou on-call workbench",
@@ -85,7 +104,7 @@ const MESSAGES = {
     signOut: "Sign out", signOutEverywhere: "Sign out everywhere", signedInAs: "Signed in as", retry: "Retry",
     mainNav: "Main", chat: "Chat", configuration: "Configuration", memories: "Memories",
     sessions: "Sessions", newSession: "New session", searchSessions: "Search sessions",
-    searchPlaceholder: "Search by title or id (Ctrl+K)", loading: "Loading…",
+    searchPlaceholder: "Search titles, ids and messages (Ctrl+K)", loading: "Loading…",
     noSessions: "No sessions yet.", noMatches: "No matching sessions.", running: "Answering",
     untitled: "Untitled session", title: "Title", model: "Model", modelOption: "{name} ({window}-token context)", create: "Create", cancel: "Cancel",
     welcome: "Welcome", noSessionOpen: "Open or start a session",
@@ -94,8 +113,8 @@ const MESSAGES = {
     "key.Esc": "Stop the answer being written", "key.Ctrl+K": "Search sessions", "key.Alt+N": "New session",
     conversation: "Conversation", emptyConversation: "No messages yet. Ask below to start.",
     contextUsage: "Context usage", usage: "{tokens} / {window} tokens · {percent}%",
-    memoryMode: "Memory mode", "mode.every_30_turns": "Every 30 turns",
-    "mode.context_70_percent": "At 70% of the context", "mode.manual": "Manual",
+    memoryMode: "Memory mode", "mode.every_30_turns": "Every {turns} turns",
+    "mode.context_70_percent": "At {percent}% of the context", "mode.manual": "Manual",
     modeSaved: "Memory mode is now: {mode}",
     compact: "Compact", compactNow: "Compact now", compacting: "Compacting…", compactedDone: "The session memory was compacted.",
     contextFull: "The context is {percent}% full, so sending is paused. Compact the session memory to continue.",
@@ -107,6 +126,7 @@ const MESSAGES = {
     system: "System", systemMessage: "System message",
     reasoning: "Reasoning", toolCall: "Tool call {name}", toolRunning: "running…",
     toolDone: "done", toolFailed: "failed", toolNoResult: "no result", duration: "{ms} ms",
+    tokenUsage: "{input} in · {output} out tokens", tokenCost: "cost {cost}",
     arguments: "Arguments", output: "Output", code: "code", copy: "Copy", copied: "Copied",
     copyCode: "Copy code", attachedImage: "Attached image", attachedText: "Attached text",
     composer: "Write a message", message: "Message",
@@ -134,7 +154,7 @@ const MESSAGES = {
     viewSkill: "View SKILL.md of {name}", deleteSkill: "Delete skill {name}",
     deleteSkillConfirm: "This cannot be undone; the skill is also removed from your selection.",
     skillFile: "SKILL.md of {name}", skillRefused: "{name} was refused:",
-    failedRules: "Rules {name} fails", skillTooLarge: "The skill file must not exceed 64 KB (65536 bytes).",
+    failedRules: "Rules {name} fails", skillTooLarge: "The skill file must not exceed {max}.",
     skillsAdded: "{count} skill(s) uploaded.",
     saveSelection: "Save selection", selectionSaved: "Selection saved.", unsaved: "Unsaved changes",
     memoriesHint: "Long-lived facts the assistant remembered from your conversations. Delete one and later sessions no longer use it.",
@@ -142,6 +162,23 @@ const MESSAGES = {
     updated: "updated {time}", deleteMemory: "Delete memory: {name}",
     deleteMemoryConfirm: "The assistant will no longer remember this.", memoryDeleted: "Memory deleted.",
     dismiss: "Dismiss",
+    serverUnreachable: "The server cannot be reached.",
+    passwordTooShort: "The password needs at least {min} characters.", defaultPromptName: "Default prompt",
+    contextLimitRefused: "The context is full, so the message was not sent (it is back in the message box). Compact the session memory or shorten the message, then send it again.",
+    unreachableBanner: "Server unreachable — retrying… Your draft is kept; send it once the server is back.",
+    backBanner: "Connected to the server again.",
+    runningElsewhere: "This answer was started in another tab or on another device and is still being written; you can stop it here too.",
+    turnBusy: "An answer is already being written in this session; following it here.",
+    openSessions: "Sessions", accountMenu: "Account menu",
+    fileNumber: "File {n}, {name}",
+    imageLink: "Image: {alt}",
+    leaveTitle: "Leave this page?", leaveBody: "The choice of active prompt and skills is not saved and will be lost.", leave: "Leave", stay: "Stay",
+    copyFailed: "Could not copy; select the text by hand.",
+    copyAnswer: "Copy as Markdown", retryAnswer: "Retry", editResend: "Edit & resend",
+    sessionActions: "Session actions", rename: "Rename", renameSession: "Rename session",
+    exportMarkdown: "Export Markdown", exportJson: "Export JSON",
+    deleteSession: "Delete session", deleteSessionConfirm: "“{title}” and all its messages will be deleted. This cannot be undone.",
+    sessionDeleted: "Session deleted.", sessionRenamed: "Session renamed.",
   },
 };
 
@@ -162,6 +199,11 @@ export function language() {
 export function t(key, values = {}) {
   const text = MESSAGES[current][key] ?? MESSAGES.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+/** A feature module's own words, per language (merged into the catalog above). */
+export function addMessages(more) {
+  for (const [code, texts] of Object.entries(more)) Object.assign(MESSAGES[code], texts);
 }
 
 /** The language switch; switching reloads the page (drafts and running turns survive it). */

@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown for model answers, tool output and summaries, safe by construction: the source is
 // never handed to an HTML parser. Blocks and inline marks become elements built with DOM calls
 // and every piece of text goes in as a text node, so `<script>` or `<img onerror=…>` in a
@@ -9,7 +10,7 @@
 // nested bullet and numbered lists, GitHub tables, rules, `code`, **bold**, *italic*,
 // ~~strike~~, [links](https://…), <https://…> and bare https:// URLs, backslash escapes.
 
-import { h } from "./dom.js";
+import { copyButton, h } from "./dom.js";
 import { highlight } from "./highlight.js";
 import { t } from "./i18n.js";
 
@@ -166,11 +167,7 @@ function table(lines, i, parent) {
 }
 
 function codeBlock(code, lang) {
-  const copy = h("button", { type: "button", class: "ghost small", "aria-label": t("copyCode") }, t("copy"));
-  copy.addEventListener("click", async () => {
-    await navigator.clipboard.writeText(code);
-    copy.textContent = t("copied");
-  });
+  const copy = copyButton(t("copy"), t("copyCode"), () => code);
   const codeEl = h("code", { class: lang ? `language-${lang}` : "" });
   codeEl.append(highlight(code, lang));
   return h(
@@ -263,6 +260,17 @@ function inline(parent, text, inLink = false) {
       if (found) {
         flush();
         parent.append(inline(h(found.tag), found.inner, inLink));
+        i = found.end;
+        continue;
+      }
+    }
+    if (c === "!" && text[i + 1] === "[" && !inLink) {
+      const found = link(text, i + 1);
+      if (found) {
+        flush();
+        const label = t("imageLink", { alt: found.label });
+        if (found.href) parent.append(anchor(found.href, label));
+        else parent.append(label);
         i = found.end;
         continue;
       }

@@ -1,3 +1,4 @@
+// @ts-check
 // The memories page: what the agent remembers about the user across sessions, each with the
 // session it came from, and a way to forget any of it.
 

@@ -1,18 +1,40 @@
+// @ts-check
 // One conversation's messages: user messages with their attachments, and assistant answers
 // built from text, collapsed reasoning and tool call cards, either from the stored history or
 // live from the stream of a running turn.
 
-import { formatTime, h } from "./dom.js";
+import { approvalNote } from "./approvals.js";
+import { copyButton, formatTime, h } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 
 export const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 const RENDER_DELAY_MS = 30;
 
+/** The content a user message was sent with (Retry sends it again, Edit & resend edits it). */
+const contents = new WeakMap();
+
+/** @param {Element} article @returns {any} */
+export function contentOf(article) {
+  return contents.get(article) ?? null;
+}
+
+/** @typedef {{seq?: number, compacted?: boolean, createdAt?: string}} MessageInfo */
+
+/** Sequence number, time (in the head; shown on hover or focus, always on a phone) and the
+ * compacted mark.
+ * @param {HTMLElement} el @param {MessageInfo} info */
 function meta(el, { seq, compacted, createdAt }) {
   if (seq !== undefined && seq !== null) el.dataset.seq = String(seq);
-  if (createdAt) el.title = formatTime(createdAt);
+  if (createdAt) {
+    const time = h("time", { class: "msg-time", datetime: createdAt, title: formatTime(createdAt, true) }, formatTime(createdAt));
+    el.querySelector(".who")?.after(time);
+  }
   if (compacted) markCompacted(el);
+}
+
+function actionButton(action, label) {
+  return h("button", { type: "button", class: "ghost small", dataset: { action } }, label);
 }
 
 /** Marks a message as part of the compacted history (it stays readable). */
@@ -41,7 +63,8 @@ function imageBlock(block) {
   });
 }
 
-/** A user message; `content` is the text sent or the list of content blocks. */
+/** A user message; `content` is the text sent or the list of content blocks.
+ * @param {any} content @param {MessageInfo} [info] */
 export function userMessage(content, info = {}) {
   const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
   const body = h("div", { class: "msg-body" });
@@ -54,15 +77,18 @@ export function userMessage(content, info = {}) {
   const article = h(
     "article",
     { class: "msg user", "aria-label": t("yourMessage") },
-    h("div", { class: "msg-head" }, h("span", { class: "who" }, t("you"))),
+    h("div", { class: "msg-head" }, h("span", { class: "who" }, t("you")),
+      h("span", { class: "msg-actions" }, actionButton("edit", t("editResend")))),
     body,
     files.childElementCount ? files : null,
   );
+  contents.set(article, content);
   meta(article, info);
   return article;
 }
 
-/** A system message kept in the history (shown small; it is not part of the dialogue). */
+/** A system message kept in the history (shown small; it is not part of the dialogue).
+ * @param {any[]} content @param {MessageInfo} [info] */
 export function systemMessage(content, info = {}) {
   const text = content.map((block) => block.text || "").join("\n");
   const article = h(
@@ -87,8 +113,21 @@ function noResult(state) {
 
 /** An assistant answer: text segments, reasoning and tool cards in the order they came. */
 export class Answer {
+  /** @param {MessageInfo} [info] */
   constructor(info = {}) {
-    this.head = h("div", { class: "msg-head" }, h("span", { class: "who" }, t("assistant")));
+    /** @type {HTMLElement | null} the question, while it is sent from this page */
+    this.user = null;
+    /** @type {string | null} its text, given back to the composer if the server refuses it */
+    this.sent = null;
+    this.segments = [];
+    this.retry = actionButton("retry", t("retryAnswer"));
+    this.retry.hidden = true;
+    this.head = h(
+      "div",
+      { class: "msg-head" },
+      h("span", { class: "who" }, t("assistant")),
+      h("span", { class: "msg-actions" }, this.retry, copyButton(t("copyAnswer"), t("copyAnswer"), () => this.markdown())),
+    );
     this.body = h("div", { class: "msg-body" });
     this.el = h("article", { class: "msg assistant", "aria-label": t("assistantMessage") }, this.head, this.body);
     meta(this.el, info);
@@ -96,12 +135,27 @@ export class Answer {
     this.reasoningEl = null;
     this.tools = new Map();
     this.timer = null;
+    this.streaming = false;
+    this.cursor = h("span", { class: "cursor", "aria-hidden": "true" }, "▍");
+  }
+
+  /** Written live from a stream: the cursor follows the last word. */
+  live() {
+    this.streaming = true;
+    this.el.classList.add("streaming");
+    this.body.append(this.cursor);
+  }
+
+  /** The answer's words as Markdown, as the model wrote them. */
+  markdown() {
+    return this.segments.map((segment) => segment.text.trim()).filter(Boolean).join("\n\n");
   }
 
   /** Appends streamed text to the current text segment; renders at most every 30 ms. */
   text(delta) {
     if (!this.segment) {
       this.segment = { el: h("div", { class: "markdown" }), text: "" };
+      this.segments.push(this.segment);
       this.body.append(this.segment.el);
     }
     this.segment.text += delta;
@@ -119,6 +173,19 @@ export class Answer {
     clearTimeout(this.timer);
     this.timer = null;
     if (this.segment) this.segment.el.replaceChildren(renderMarkdown(this.segment.text));
+    if (this.streaming) this.placeCursor();
+  }
+
+  /** The cursor goes at the end of the last line written, inside its paragraph, list item or
+   * code, not on a line of its own. */
+  placeCursor() {
+    /** @type {Element} */
+    let target = this.body;
+    while (target.lastChild instanceof Element && target.lastChild !== this.cursor
+      && !target.lastChild.matches("br, details, .code-head, img")) {
+      target = target.lastChild;
+    }
+    target.append(this.cursor);
   }
 
   reasoning(delta) {
@@ -150,6 +217,7 @@ export class Answer {
     );
     this.body.append(card);
     this.tools.set(callId, { state, output });
+    if (this.streaming) this.placeCursor();
   }
 
   toolEnd({ callId, toolName, output, isError, durationMs }) {
@@ -165,31 +233,45 @@ export class Answer {
     tool.state.className = `tool-state ${isError ? "error" : "done"}`;
   }
 
-  /** A call from the history: arguments and output, no duration. */
+  /** A call from the history: arguments, output and the stored duration. */
   storedCall(call) {
     this.toolStart(call);
     if (call.output !== null && call.output !== undefined) this.toolEnd(call);
     else noResult(this.tools.get(call.callId).state);
+    const note = approvalNote(call.approval);
+    if (note) this.tools.get(call.callId).state.after(note);
   }
 
   /** Stops the live look; a running tool card that never ended says so. */
   finish() {
     this.flush();
+    this.streaming = false;
+    this.cursor.remove();
     this.el.classList.remove("streaming");
     for (const { state } of this.tools.values()) {
       if (state.classList.contains("running")) noResult(state);
     }
   }
 
+  /** What the turn used, as a dim line under the answer (the cost when the model is priced).
+   * @param {{inputTokens: number, outputTokens: number, cost?: number | null}} usage */
+  usage({ inputTokens, outputTokens, cost }) {
+    const parts = [t("tokenUsage", { input: inputTokens, output: outputTokens })];
+    if (cost !== null && cost !== undefined) parts.push(t("tokenCost", { cost: cost.toFixed(6) }));
+    this.el.append(h("div", { class: "usage muted" }, parts.join(" · ")));
+  }
+
   incomplete() {
     if (this.el.classList.contains("incomplete")) return;
     this.el.classList.add("incomplete");
     this.el.setAttribute("aria-label", t("assistantIncomplete"));
-    this.head.append(h("span", { class: "badge warn" }, t("incomplete")));
+    this.head.querySelector(".who")?.after(h("span", { class: "badge warn" }, t("incomplete")));
+    this.retry.hidden = false;
   }
 
   error(message) {
     this.body.append(h("p", { class: "msg-error", role: "alert" }, message));
+    this.retry.hidden = false;
   }
 }
 
@@ -202,6 +284,7 @@ export function addStoredAssistant(answer, message, callsFirst) {
   for (const block of texts) answer.storedText(block.text);
   if (!callsFirst) for (const call of message.toolCalls) answer.storedCall(call);
   if (message.status === "incomplete") answer.incomplete();
+  if (message.usage) answer.usage(message.usage);
 }
 
 /** The summary that replaced the compacted messages, expandable, after the last of them. */

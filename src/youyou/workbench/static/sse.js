@@ -1,7 +1,11 @@
+// @ts-check
 // Server-Sent Events read from a fetch() body (EventSource can neither POST nor send the
 // bearer header). Frames: `id:`, `event:`, `data:` lines ended by a blank line; lines starting
 // with ':' are comments: `: keep-alive`, or a note such as `: waiting for the model 20s`.
 // Chunks may split a line anywhere, even a "\r\n" pair.
+
+/** A frame; a note (a comment such as the model-waiting one) has `note` and no event.
+ * @typedef {{id: number | null, event: string, data: any, note?: string}} Frame */
 
 export class SseParser {
   constructor() {
@@ -16,7 +20,8 @@ export class SseParser {
   }
 
   /** Feed decoded text; returns the frames it completed, as {id, event, data}, and the notes
-   * among them as {note} (keep-alives are dropped). */
+   * among them as {note} (keep-alives are dropped).
+   * @param {string} text @returns {Frame[]} */
   push(text) {
     this.buffer += text;
     const frames = [];
@@ -34,6 +39,7 @@ export class SseParser {
     return frames;
   }
 
+  /** @param {string} line @returns {Frame | null} */
   line(line) {
     if (line === "") {
       if (this.data.length === 0) {
@@ -46,7 +52,7 @@ export class SseParser {
     }
     if (line.startsWith(":")) {
       const note = line.slice(1).trim();
-      return note && note !== "keep-alive" ? { note } : null;
+      return note && note !== "keep-alive" ? { id: null, event: "", data: null, note } : null;
     }
     const colon = line.indexOf(":");
     const field = colon < 0 ? line : line.slice(0, colon);
@@ -59,7 +65,8 @@ export class SseParser {
   }
 }
 
-/** The frames (and notes) of an SSE response, as they arrive. */
+/** The frames (and notes) of an SSE response, as they arrive.
+ * @param {Response} response @returns {AsyncGenerator<Frame>} */
 export async function* readEvents(response) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   const parser = new SseParser();

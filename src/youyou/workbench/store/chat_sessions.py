@@ -7,9 +7,10 @@ keyset cursor, so a page never repeats or skips a session while others are being
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, tuple_, update
 
 from youyou.adapters.storage.catalog import (
     SortKey,
@@ -19,6 +20,7 @@ from youyou.adapters.storage.catalog import (
     prefix_upper_bound,
 )
 from youyou.domain.errors import AgentError
+from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.store.base import StoreBase, columns_of
 from youyou.workbench.store.records import ChatSessionRecord, SessionProjection
 from youyou.workbench.store.tables import chat_sessions
@@ -44,12 +46,19 @@ class ChatSessionQueries(StoreBase):
         return None if row is None else ChatSessionRecord(*row)
 
     async def list_chat_sessions(
-        self, owner_id: str, *, limit: int, cursor: str | None, query: str | None
+        self,
+        owner_id: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        query: str | None,
+        since: datetime | None = None,
     ) -> tuple[list[ChatSessionRecord], str | None]:
         """One page and the cursor of the next (None on the last page).
 
         ``query`` keeps sessions whose id starts with it (exactly) or whose title contains it
-        (case-insensitively). Raises ValueError for a limit below 1 or a malformed cursor.
+        (case-insensitively); ``since`` those created or active at or after that moment.
+        Raises ValueError for a limit below 1 or a malformed cursor.
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
@@ -60,9 +69,11 @@ class ChatSessionQueries(StoreBase):
             .limit(limit + 1)
         )
         if cursor is not None:
-            after = _decode(cursor)
+            after = decode_session_cursor(cursor)
             key = tuple_(chat_sessions.c.updated_at, chat_sessions.c.id)
             stmt = stmt.where(key < tuple_(after.updated_at, after.session_id))
+        if since is not None:
+            stmt = stmt.where(chat_sessions.c.updated_at >= since)
         if query:
             stmt = stmt.where(
                 or_(
@@ -77,11 +88,25 @@ class ChatSessionQueries(StoreBase):
         return page, encode_cursor(SortKey(page[-1].updated_at, page[-1].id)) if more else None
 
     async def update_chat_session(self, session_id: str, projection: SessionProjection) -> bool:
-        """Replace the projection; False if there is no such session."""
-        stmt = (
-            update(chat_sessions).where(chat_sessions.c.id == session_id).values(_row(projection))
-        )
+        """Replace the projection; False if there is no such session. The projection's title
+        replaces only the untitled placeholder, so a rename made while a turn ran is kept."""
+        row = _row(projection)
+        untitled = chat_sessions.c.title == UNTITLED_SESSION
+        for column in ("title", "title_folded"):
+            row[column] = case((untitled, row[column]), else_=chat_sessions.c[column])
+        stmt = update(chat_sessions).where(chat_sessions.c.id == session_id).values(row)
         async with self._transaction("updating a chat session", write=True) as conn:
+            return bool((await conn.execute(stmt)).rowcount)
+
+    async def rename_chat_session(self, session_id: str, title: str) -> bool:
+        """The title the user chose; False if there is no such session. The order of the
+        list (``updated_at``) stays: renaming is not activity."""
+        stmt = (
+            update(chat_sessions)
+            .where(chat_sessions.c.id == session_id)
+            .values(title=title, title_folded=fold(title))
+        )
+        async with self._transaction("renaming a chat session", write=True) as conn:
             return bool((await conn.execute(stmt)).rowcount)
 
     async def delete_chat_session(self, session_id: str) -> bool:
@@ -95,7 +120,8 @@ def _row(fields: ChatSessionRecord | SessionProjection) -> dict[str, Any]:
     return {**asdict(fields), "title_folded": fold(fields.title)}
 
 
-def _decode(cursor: str) -> SortKey:
+def decode_session_cursor(cursor: str) -> SortKey:
+    """The list's keyset position; ValueError for a malformed cursor."""
     try:
         return decode_cursor(cursor)
     except AgentError as exc:

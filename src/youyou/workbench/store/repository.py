@@ -9,12 +9,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from youyou.adapters.storage.engine import create_engine, migrate
 from youyou.workbench.store.accounts import AccountQueries
+from youyou.workbench.store.approvals import ApprovalQueries
 from youyou.workbench.store.assets import AssetQueries
 from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.groups import GroupQueries
 from youyou.workbench.store.identities import IdentityQueries
+from youyou.workbench.store.message_texts import MessageTextQueries
 from youyou.workbench.store.tables import VERSION_TABLE
 from youyou.workbench.store.turn_frames import TurnFrameQueries
+from youyou.workbench.store.turn_records import TurnRecordQueries
+from youyou.workbench.store.usage import UsageQueries
 from youyou.workbench.store.users import UserTokenQueries
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -40,6 +44,10 @@ class WorkbenchStore(
     AssetQueries,
     ChatSessionQueries,
     TurnFrameQueries,
+    ApprovalQueries,
+    UsageQueries,
+    MessageTextQueries,
+    TurnRecordQueries,
 ):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 

@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -245,4 +246,78 @@ oidc_logins = Table(
     Column("code_verifier", String(128), nullable=False),
     Column("expires_at", UtcDateTime, nullable=False),
     PrimaryKeyConstraint("state_hash", name="pk_wb_oidc_logins"),
+)
+
+# The tool calls of a session's turn that wait, or waited, for a person's decision: what
+# ``GET /chat/sessions/{id}`` lists as pending, and the mailbox through which a decision sent
+# to any server process reaches the one running the turn (``workbench/approvals.py``). The
+# ledger keeps the record of the request and the decision; this is its index.
+tool_approvals = Table(
+    "wb_tool_approvals",
+    metadata,
+    chat_session_column("wb_tool_approvals"),
+    Column("call_id", String(255), nullable=False),
+    Column("tool_name", String(255), nullable=False),
+    Column("arguments", Text, nullable=False),  # JSON
+    Column("server_id", String(255), nullable=True),
+    Column("requested_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=True),
+    Column("decision", String(16), nullable=True),  # approve | deny; NULL while it waits
+    Column("decided_by", String(255), nullable=True),
+    Column("decided_at", UtcDateTime, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("remember", String(16), nullable=True),
+    Column("applied", Boolean, nullable=False),  # the turn's kernel has the decision
+    Column("settled", Boolean, nullable=False),  # the turn went past the call (or ended)
+    PrimaryKeyConstraint("chat_session_id", "call_id", name="pk_wb_tool_approvals"),
+    Index("ix_wb_tool_approvals_open", "settled", "chat_session_id"),
+)
+
+# The tokens (and the cost, when the model has prices) of every completed turn, one row each,
+# kept while the account exists: deleting or clearing a session keeps what it used
+# (``workbench/store/usage.py``).
+turn_usage = Table(
+    "wb_turn_usage",
+    metadata,
+    Column("id", String(64), nullable=False),
+    owner_column("wb_turn_usage"),
+    Column("chat_session_id", chat_session_id_type(), nullable=False),  # no FK: outlives it
+    Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
+    Column("model_id", String(255), nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cost", Float, nullable=True),  # None: the model has no prices configured
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_wb_turn_usage"),
+    Index("ix_wb_turn_usage_owner", "owner_id", "created_at"),
+    Index("ix_wb_turn_usage_session", "chat_session_id", "turn_seq"),
+)
+
+# The text of each user and assistant message, for searching message text
+# (``workbench/message_index.py``): filled after every turn from the ledger, which stays the
+# truth. ``body_folded`` is ``catalog.fold(body)``, what search matches; on PostgreSQL a trigram
+# index (``MESSAGE_TRGM_INDEX``, made by the migration when pg_trgm can be installed) serves it.
+MESSAGE_TRGM_INDEX = "ix_wb_message_texts_body_trgm"
+message_texts = Table(
+    "wb_message_texts",
+    metadata,
+    chat_session_column("wb_message_texts"),
+    Column("seq", BigInteger, nullable=False),  # the message's seq in the session's ledger
+    Column("role", String(16), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("body_folded", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("chat_session_id", "seq", name="pk_wb_message_texts"),
+)
+
+# How long each tool call of a turn ran, as its ``tool_call_end`` frame said: the ledger keeps
+# the call and its result but not the time between them.
+tool_durations = Table(
+    "wb_tool_durations",
+    metadata,
+    chat_session_column("wb_tool_durations"),
+    Column("turn_seq", BigInteger, nullable=False),  # the ledger seq of the turn's user message
+    Column("call_id", String(255), nullable=False),
+    Column("duration_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("chat_session_id", "turn_seq", "call_id", name="pk_wb_tool_durations"),
 )

@@ -55,6 +55,12 @@ class UserTokenQueries(StoreBase):
             row = (await conn.execute(query)).one_or_none()
         return None if row is None else UserRecord(*row)
 
+    async def user(self, user_id: str) -> UserRecord | None:
+        query = select(*_USER).where(users.c.id == user_id)
+        async with self._transaction("loading a user") as conn:
+            row = (await conn.execute(query)).one_or_none()
+        return None if row is None else UserRecord(*row)
+
     async def users_by_names(self, usernames: Iterable[str]) -> list[UserRecord]:
         """The accounts that have these names now (folded), for binding access lists."""
         folded = sorted({fold(name) for name in usernames})

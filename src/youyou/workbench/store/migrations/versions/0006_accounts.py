@@ -2,8 +2,8 @@
 members), administrator-managed groups, one-time sign-up invites, and single sign-on
 identities with the sign-ons under way.
 
-Revision ID: wb0005
-Revises: wb0002
+Revision ID: wb0006
+Revises: wb0005
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from alembic import op
 
 from youyou.adapters.storage.tables import UtcDateTime
 
-revision = "wb0005"
-down_revision = "wb0002"
+revision = "wb0006"
+down_revision = "wb0005"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,67 @@
+"""What each turn used: its tokens and cost stored when it completes, counted in ``/metrics``,
+and shown per answer, per session and per user (``GET /usage``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from youyou.adapters.settings import ModelPrice
+from youyou.domain.errors import AgentError
+from youyou.domain.model import Usage
+from youyou.workbench.metrics import Metrics
+from youyou.workbench.schemas import UsageOut
+from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.usage import TurnUsageRecord, UsageTotals
+
+logger = logging.getLogger(__name__)
+
+
+class UsageBook:
+    """Prices are those of ``[[providers.models]]`` when the server started; a turn's cost is
+    computed once, when it completes, and stored with it."""
+
+    def __init__(
+        self, store: WorkbenchStore, metrics: Metrics, prices: Mapping[str, ModelPrice]
+    ) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._prices = prices
+
+    async def record(
+        self, chat: ChatSessionRecord, model_id: str, turn_seq: int, usage: Usage
+    ) -> float | None:
+        """Store and count a completed turn's usage; its cost (None without prices). The
+        turn is in the ledger whatever happens here: a row that cannot be stored is logged."""
+        price = self._prices.get(model_id)
+        cost = price.cost(usage.input_tokens, usage.output_tokens) if price else None
+        tokens = self._metrics.tokens
+        tokens.labels(direction="input", model=model_id).inc(usage.input_tokens)
+        tokens.labels(direction="output", model=model_id).inc(usage.output_tokens)
+        if cost is not None:
+            self._metrics.cost.labels(model=model_id).inc(cost)
+        record = TurnUsageRecord(
+            chat.owner_id,
+            chat.id,
+            turn_seq,
+            model_id,
+            usage.input_tokens,
+            usage.output_tokens,
+            cost,
+        )
+        try:
+            await self._store.record_turn_usage(record)
+        except AgentError:
+            logger.warning("storing the usage of session %s failed", chat.id, exc_info=True)
+        return cost
+
+
+def usage_out(totals: UsageTotals | TurnUsageRecord) -> UsageOut:
+    turns = totals.turns if isinstance(totals, UsageTotals) else 1
+    return UsageOut(
+        model_id=totals.model_id,
+        turns=turns,
+        input_tokens=totals.input_tokens,
+        output_tokens=totals.output_tokens,
+        cost=totals.cost,
+    )
