@@ -1,3 +1,4 @@
+// @ts-check
 // The administration page, for administrators only: accounts (add, role, disable, new
 // password, delete), one-time invite links, and groups with their members. Its words live
 // here, in both languages, so the page is one module.
