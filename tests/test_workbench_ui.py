@@ -311,9 +311,9 @@ def test_each_answer_shows_what_its_turn_used_live_and_after_a_reload(
     send(page, "What now?")
     line = "1200 in · 85 out tokens · cost 0.003850"
     expect(answer(page)).to_contain_text("Rotate the logs.")
-    expect(answer(page).locator(".usage")).to_have_text(line)
+    expect(answer(page).locator(".answer-usage")).to_have_text(line)
     page.reload()
-    expect(answer(page).locator(".usage")).to_have_text(line)
+    expect(answer(page).locator(".answer-usage")).to_have_text(line)
 
 
 def test_stop_button_and_escape_cancel_and_mark_the_answer_incomplete(

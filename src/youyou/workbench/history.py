@@ -168,12 +168,12 @@ def history(
             calls[call.call_id] = call
             (holder.calls if holder is not None else pending).append(call)
         elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_REQUESTED:
-            asked = PendingApproval.model_validate(payload.value)
-            if asked.call_id in calls:
+            asked = read_metadata(event, PendingApproval)
+            if asked is not None and asked.call_id in calls:
                 calls[asked.call_id].requested = asked
         elif isinstance(payload, Metadata) and payload.key == META_APPROVAL_DECIDED:
-            decided = ApprovalDecision.model_validate(payload.value)
-            if decided.call_id in calls:
+            decided = read_metadata(event, ApprovalDecision)
+            if decided is not None and decided.call_id in calls:
                 calls[decided.call_id].decided = decided
         elif isinstance(payload, ToolResult) and payload.result.call_id in calls:
             output = payload.result.output

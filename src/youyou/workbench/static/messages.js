@@ -258,7 +258,7 @@ export class Answer {
   usage({ inputTokens, outputTokens, cost }) {
     const parts = [t("tokenUsage", { input: inputTokens, output: outputTokens })];
     if (cost !== null && cost !== undefined) parts.push(t("tokenCost", { cost: cost.toFixed(6) }));
-    this.el.append(h("div", { class: "usage muted" }, parts.join(" · ")));
+    this.el.append(h("div", { class: "answer-usage muted" }, parts.join(" · ")));
   }
 
   incomplete() {
