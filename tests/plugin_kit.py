@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from youyou.api.session import SessionHandle, UserInput
-from youyou.application.turn_engine import TurnOptions
 from youyou.domain.events import AgentEvent
 from youyou.domain.hooks import (
     Abort,
@@ -28,6 +27,7 @@ from youyou.domain.hooks import (
 )
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.plugin import PluginRegistrar
+from youyou.ports.turn import TurnOptions
 
 HookResult = Continue | ContinueWith[Any] | Abort | AskApproval | SkipApproval
 Reply = HookResult | Exception | Callable[[Any], "HookResult | Awaitable[HookResult]"]

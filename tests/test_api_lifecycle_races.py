@@ -34,9 +34,9 @@ from youyou import (
 from youyou.adapters.providers.scripted import ResponseSource
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.tokens import ApproximateTokenCounter
-from youyou.application.agent_control import LifecycleState
 from youyou.domain.hooks import SessionTerminationMode
 from youyou.domain.ledger import META_CONTEXT_COMPACTION, LedgerEvent, Metadata, UserMessage
+from youyou.domain.lifecycle import LifecycleState
 from youyou.domain.model import ChatEvent, ChatRequest
 from youyou.domain.session import SessionHead
 from youyou.domain.templates import DEFAULT_COMPACT_PROMPT

@@ -4,7 +4,8 @@ import pytest
 
 from kernel_kit import build_agent, text
 from youyou import AgentConfig, AgentError, ErrorCode
-from youyou.application.agent_control import AgentControl, LifecycleState
+from youyou.application.agent_control import AgentControl
+from youyou.domain.lifecycle import LifecycleState
 
 
 def test_claim_commit_release_and_busy() -> None:

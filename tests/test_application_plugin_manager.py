@@ -20,7 +20,6 @@ from youyou import (
 )
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.storage.memory import InMemorySessionStorage
-from youyou.application.agent_control import LifecycleState
 from youyou.application.plugin_manager import PluginManager
 from youyou.domain.context import CompactionMode
 from youyou.domain.events import ErrorEvent
@@ -37,6 +36,7 @@ from youyou.domain.hooks import (
     TurnStartPayload,
 )
 from youyou.domain.ledger import Metadata, ToolOutput
+from youyou.domain.lifecycle import LifecycleState
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.session import SessionListQuery
 from youyou.domain.turn import OutcomeStatus

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from youyou.api.catalog import SessionCatalog
     from youyou.api.running_turn import RunningTurn, TurnController
     from youyou.api.session import SessionHandle, UserInput
-    from youyou.application.turn_engine import TurnOptions
     from youyou.domain.approvals import ApprovalDecision, ApprovalPolicy, PendingApproval
     from youyou.domain.cancel import CancellationToken
     from youyou.domain.config import (
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
         TokenCounter,
         ToolHandler,
     )
+    from youyou.ports.turn import TurnOptions
 
 __version__ = "0.1.0"
 
@@ -146,7 +146,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "youyou.api.catalog": ("SessionCatalog",),
     "youyou.api.running_turn": ("RunningTurn", "TurnController"),
     "youyou.api.session": ("SessionHandle", "UserInput"),
-    "youyou.application.turn_engine": ("TurnOptions",),
+    "youyou.ports.turn": ("TurnOptions",),
     "youyou.domain.approvals": ("ApprovalDecision", "ApprovalPolicy", "PendingApproval"),
     "youyou.domain.cancel": ("CancellationToken",),
     "youyou.domain.config": (

@@ -10,7 +10,6 @@ import logging
 
 from youyou.api.catalog import SessionCatalog
 from youyou.api.session import SessionHandle
-from youyou.application.agent_control import LifecycleState
 from youyou.application.compaction import Compactor
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import SessionRuntime
@@ -18,6 +17,7 @@ from youyou.application.session_service import SessionService
 from youyou.application.turn_engine import TurnEngine
 from youyou.domain.config import SessionConfig
 from youyou.domain.hooks import SessionTerminationMode
+from youyou.domain.lifecycle import LifecycleState
 from youyou.domain.model import ModelInfo
 
 logger = logging.getLogger(__name__)

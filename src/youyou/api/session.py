@@ -9,7 +9,7 @@ from youyou.application import approvals
 from youyou.application.compaction import Compactor
 from youyou.application.session_runtime import SessionRuntime, TurnState
 from youyou.application.session_service import SessionService
-from youyou.application.turn_engine import TurnEngine, TurnOptions, context_usage
+from youyou.application.turn_engine import TurnEngine, context_usage
 from youyou.domain.approvals import (
     ApprovalDecision,
     Decision,
@@ -28,6 +28,7 @@ from youyou.domain.ledger import META_MEMORY_MODE, LedgerEvent, UserMessage
 from youyou.domain.ledger_metadata import MemoryModeChange, metadata_event
 from youyou.domain.model import ModelInfo
 from youyou.domain.session import SessionSummary
+from youyou.ports.turn import TurnOptions
 
 UserInput = str | Sequence[ContentBlock]
 

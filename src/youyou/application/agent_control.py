@@ -18,18 +18,12 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Generic, TypeVar
 
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.lifecycle import LifecycleState
 
 R = TypeVar("R")
-
-
-class LifecycleState(StrEnum):
-    RUNNING = "running"
-    SHUTTING_DOWN = "shutting_down"
-    SHUTDOWN = "shutdown"
 
 
 @dataclass(frozen=True, slots=True)

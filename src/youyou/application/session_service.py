@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 
-from youyou.application.agent_control import LifecycleState, shutting_down
+from youyou.application.agent_control import shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
@@ -47,6 +47,7 @@ from youyou.domain.ledger_metadata import (
     metadata_event,
     read_metadata,
 )
+from youyou.domain.lifecycle import LifecycleState
 from youyou.domain.session import SessionHead, next_summary
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TOOL_INTERRUPTED

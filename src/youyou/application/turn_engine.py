@@ -55,7 +55,6 @@ from youyou.domain.ledger import (
 )
 from youyou.domain.ledger_metadata import SkillInvocation, SkillInvocations, metadata_event
 from youyou.domain.model import FinishReason, ProviderError, ProviderErrorKind, Usage
-from youyou.domain.skill import SkillDefinition
 from youyou.domain.synthetic_results import SyntheticReason, synthetic_output
 from youyou.domain.templates import TURN_ABORTED_MESSAGE
 from youyou.domain.turn import (
@@ -64,24 +63,9 @@ from youyou.domain.turn import (
     TurnOutcome,
 )
 from youyou.ports.tool import ToolHandler
+from youyou.ports.turn import TurnOptions
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOptions:
-    """Per-turn inputs read fresh by the caller (the workbench's user prompt and skills).
-
-    ``skills`` can be triggered by ``/name`` in this turn only, next to the registered ones.
-    ``offer_tools=False`` sends requests without tools: products use it for a model without
-    tool use, where the kernel would otherwise refuse a request that carries tools.
-    """
-
-    user_prompt: str | None = None
-    skill_catalog: str | None = None
-    extra_tools: tuple[ToolHandler, ...] = ()
-    skills: tuple[SkillDefinition, ...] = ()
-    offer_tools: bool = True
 
 
 @dataclass(slots=True)

@@ -21,7 +21,6 @@ from youyou.adapters.private_files import private_directory, private_file
 from youyou.adapters.storage.engine import LOCK_WAIT_NOTICE
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle, UserInput
-from youyou.application.turn_engine import TurnOptions
 from youyou.cli.approvals import Approver, decider
 from youyou.cli.render import TurnView, agent_error_text
 from youyou.config import Settings
@@ -31,6 +30,7 @@ from youyou.domain.events import ToolApprovalRequested
 from youyou.domain.model import ProviderCapability
 from youyou.domain.turn import TurnOutcome
 from youyou.ports.tool import ToolHandler
+from youyou.ports.turn import TurnOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from youyou.adapters.tools.load_skill import LoadSkillTool, render_skill_catalog
-from youyou.application.turn_engine import TurnOptions
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SKILL_FILENAME, parse_skill_md
 from youyou.ports.tool import ToolHandler
+from youyou.ports.turn import TurnOptions
 from youyou.workbench.errors import Language
 from youyou.workbench.store import PromptRecord, SkillRecord, WorkbenchStore
 

@@ -30,7 +30,6 @@ from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle
-from youyou.application.turn_engine import TurnOptions
 from youyou.config import (
     MEMORY_MODE_NAMES,
     ModelPrice,
@@ -57,6 +56,7 @@ from youyou.domain.session import UNTITLED_SESSION
 from youyou.domain.turn import OutcomeStatus
 from youyou.ports.memory_storage import MemoryStorage
 from youyou.ports.tool import ToolHandler
+from youyou.ports.turn import TurnOptions
 from youyou.workbench.access import AccessLists, Member
 from youyou.workbench.accounts import memory_namespace
 from youyou.workbench.approvals import APPLY_POLL_S, ApprovalDesk, TurnApprovals
