@@ -49,20 +49,3 @@ def test_registration_defaults_to_open_only_on_a_loopback_address(keys: str, mod
     server = server_of(f"[server]\n{keys}\n")
     assert server.registration_mode == mode
     assert server.registration_open is (mode == "open")
-
-
-@pytest.mark.parametrize(
-    ("entry", "expected"),
-    [
-        ('["10.0.0.0/8", "::1"]', None),
-        ('["proxy.local"]', "'proxy.local' is not an IP address or network"),
-    ],
-)
-def test_trusted_proxies_are_addresses_or_networks(entry: str, expected: str | None) -> None:
-    text = f"[server]\ntrusted_proxies = {entry}\n"
-    if expected is None:
-        assert server_of(text).trusted_proxies == ("10.0.0.0/8", "::1")
-        return
-    with pytest.raises(AgentError) as info:
-        server_of(text)
-    assert expected in info.value.message

@@ -26,7 +26,6 @@ from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import LEDGER_SCHEMA_VERSION, LedgerEvent, SystemMessage
 from youyou.domain.session import SessionListQuery, next_summary
-from youyou.ports.session_storage import SessionStorage
 
 
 @pytest.fixture
@@ -61,10 +60,6 @@ _FAILING_TRIGGER = {
 
 
 class TestSqlSessionStorage(SessionStorageContract):
-    def test_it_implements_the_port(self, storage: SqlSessionStorage) -> None:
-        port: type[SessionStorage] = SqlSessionStorage  # checked by mypy
-        assert issubclass(port, SessionStorage) and isinstance(storage, SessionStorage)
-
     async def test_rows_hold_the_exact_versioned_json(
         self, storage: SqlSessionStorage, engine: AsyncEngine
     ) -> None:
