@@ -1,7 +1,8 @@
 """Tool approvals across server processes: a call that waits survives a SIGKILL of the server
 (SQLite and PostgreSQL) and the turn goes on after a restart, approved or denied; a decision
 claimed before the process died is carried out by the next one; a decision sent to one of two
-processes on PostgreSQL reaches the turn running on the other within half a second."""
+processes on PostgreSQL reaches the turn running on the other within half a second; a cancel
+after the restart ends the turn no process runs any more."""
 
 from __future__ import annotations
 
@@ -185,3 +186,32 @@ def test_a_decision_sent_to_the_other_process_reaches_the_turn_within_half_a_sec
         assert "Asia/Tokyo" in turn.text()
     print(f"cross-process decision latency: {[f'{s:.3f}' for s in latencies]} s")
     assert min(latencies) < DELIVERY_BOUND_S, latencies
+
+
+@pytest.mark.parametrize("how", ["kill", "term"])
+def test_a_turn_left_waiting_by_a_stopped_server_is_cancelled_after_a_restart(
+    tmp_path: Path, workbench_db: str, asking: FakeOpenAIServer, servers: list[Server], how: str
+) -> None:
+    """No process runs the turn any more, yet its call waits: cancel ends it durably (the
+    call gets the cancelled result, nothing waits) and the session takes new messages."""
+    alice, sid, call_id, _ = stopped_while_waiting(tmp_path, workbench_db, asking, servers, how)
+    assert alice.data("GET", f"/chat/sessions/{sid}")["running"] is True
+
+    cancelled = alice.data("POST", f"/chat/sessions/{sid}/cancel")
+
+    for shown in (cancelled, alice.data("GET", f"/chat/sessions/{sid}")):
+        assert shown["pendingApprovals"] == []
+        assert (shown["awaitingApproval"], shown["running"]) == (False, False)
+    assert decide(alice, sid, call_id, 409, decision="approve")["code"] == (
+        "APPROVAL_ALREADY_DECIDED"
+    )
+    history = alice.data("GET", f"/chat/sessions/{sid}/messages")
+    (call,) = [c for m in history for c in m["toolCalls"]]
+    assert call["isError"] is True and "cancelled" in call["output"]
+    assert "Asia/Tokyo" not in call["output"]
+    assert alice.data("POST", f"/chat/sessions/{sid}/cancel")["running"] is False  # idempotent
+    follow_up, asked = waiting_turn(alice, sid)  # the session takes new turns again
+    assert asked["callId"] != call_id
+    assert decide(alice, sid, asked["callId"], decision="approve")["decision"] == "approve"
+    assert follow_up.join(60)[-1].event == "turn_complete"
+    assert "Asia/Tokyo" in follow_up.text()

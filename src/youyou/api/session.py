@@ -188,6 +188,15 @@ class SessionHandle:
         await self._sessions.begin_writing(runtime)  # may reload: decide on the fresh ledger
         return await self._start((), options, continuation=True)
 
+    async def cancel_stopped_turn(self) -> tuple[str, ...]:
+        """Cancel a turn that stopped while calls waited for approval (its process died, or
+        the session was closed), which ``cancel`` cannot reach: its calls without a result,
+        decided or not, get the cancelled result (no decision is recorded, as with a cancel
+        while waiting), so nothing waits any more and the session takes new messages. Returns
+        the call ids answered; () when no stopped turn waits. TURN_BUSY while a turn runs
+        (``cancel`` stops it), SESSION_BUSY while another process writes the session."""
+        return await approvals.cancel_stopped(self._runtime, self._sessions)
+
     def _continued_blocks(self) -> tuple[ContentBlock, ...]:
         runtime = self._runtime
         if runtime.is_running:

@@ -9,6 +9,7 @@ from datetime import datetime
 from youyou.application.approval_gate import settle
 from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
+from youyou.application.tool_dispatcher import CANCELLED_OUTPUT
 from youyou.domain.approvals import (
     META_APPROVAL_DECIDED,
     ApprovalDecision,
@@ -21,6 +22,7 @@ from youyou.domain.approvals import (
     was_requested,
 )
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
+from youyou.domain.ledger import ToolResult, ToolResultRecord
 from youyou.domain.ledger_metadata import metadata_event
 
 
@@ -107,6 +109,32 @@ async def decide(
     if decided.decision == "approve" and decided.remember == "session":
         runtime.approved_tools.add(decided.tool_name)
     return decided
+
+
+async def cancel_stopped(runtime: SessionRuntime, sessions: SessionService) -> tuple[str, ...]:
+    """End a turn that stopped (its process died, or the session was closed) while calls
+    waited for approval, as a cancel of the running turn would have: every call of it without
+    a result, decided or not, gets the cancelled result and no decision is recorded. Returns
+    the call ids answered, () when no stopped turn waits."""
+    sessions.require_usable(runtime)
+    if runtime.is_running or runtime.deciding:
+        raise _error(ErrorCode.TURN_BUSY, f"session {runtime.session_id} is running a turn")
+    if not open_approvals(runtime.events):
+        return ()
+    async with sessions.writing(runtime):  # may reload what another process appended
+        opened = open_approvals(runtime.events)
+        answering = {item.request.call_id for item in opened}
+        runtime.deciding.update(answering)  # a decision arriving meanwhile is too late
+        try:
+            for item in opened:
+                call = item.call.call
+                record = ToolResultRecord(
+                    call_id=call.call_id, tool_name=call.tool_name, output=CANCELLED_OUTPUT
+                )
+                await sessions.record(runtime, ToolResult(result=record))
+        finally:
+            runtime.deciding.difference_update(answering)
+    return tuple(item.request.call_id for item in opened)
 
 
 def _check_waits(runtime: SessionRuntime, call_id: str, now: datetime) -> PendingApproval:

@@ -429,12 +429,31 @@ class SessionHub:
             await asyncio.sleep(RESUME_POLL_S)
 
     async def cancel(self, chat: ChatSessionRecord) -> None:
-        """Idempotent; reaches a turn running on another process through the lease."""
+        """Idempotent; reaches a turn running on another process through the lease, and ends
+        here a turn no process runs any more while its calls wait for a decision."""
         running = self._turns.get(chat.id)
         if running is not None:
             running.turn.cancel()
             return
+        if await self._store.unsettled_sessions([chat.id]) and await self._cancel_stopped(chat):
+            return
         await self._lease.request_cancel(chat.ledger_session_id)
+
+    async def _cancel_stopped(self, chat: ChatSessionRecord) -> bool:
+        """Cancel the turn a stopped process left waiting for decisions: its calls get the
+        cancelled result in the ledger and nothing waits in the index. False when another
+        process or task of this one has the session (the lease's cancel flag reaches it)."""
+        try:
+            async with self._writing(chat) as handle:
+                await agent_call(handle.cancel_stopped_turn())
+                await self._store.settle_approvals(chat.id)
+                chat = await self._project(chat, handle, None, compacted=False)
+        except ApiError as err:
+            if err.code is not ApiCode.TURN_BUSY:
+                raise
+            return False
+        await self.recorder.record(chat, 0, {})
+        return True
 
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         async with self._writing(chat) as handle:

@@ -3,13 +3,19 @@
 // conversation with the tool, its arguments (pretty JSON), Approve and Deny with an optional
 // reason. Cards come from the session's pendingApprovals (on open and reload) and from the
 // turn's tool_approval_requested frames (every tab following the turn gets them), and go on
-// tool_approval_decided, the decision's answer, or a 409 (decided elsewhere or timed out).
+// tool_approval_decided, the decision's answer, or a 409 (decided elsewhere, cancelled or
+// timed out: the card is replaced by a note saying so). A page with cards but no stream of
+// their turn (its server restarted; the turn waits in the database) hears of no frame: it
+// re-reads the session's pendingApprovals every POLL_MS and when the window gets focus.
 // Only a click (or Space/Enter on a focused button) decides: the buttons are outside any
 // form, so Enter in the composer never reaches them, and Esc inside a card does nothing.
 
 import { ApiError, api } from "./api.js";
 import { formatTime, h, notify } from "./dom.js";
 import { addMessages, t } from "./i18n.js";
+
+/** How often cards without a stream of their turn re-read what still waits. */
+const POLL_MS = 3000;
 
 addMessages({
   "zh-CN": {
@@ -21,7 +27,7 @@ addMessages({
     approve: "批准",
     deny: "拒绝",
     approvalSent: "已{decision}：{name}",
-    approvalTaken: "这个调用已有决定（在别处决定或已超时）。",
+    approvalTaken: "这个调用已不再等待决定：已在别处决定、已取消或已超时。",
     awaitingApproval: "等待审批",
     "decision.approve": "批准",
     "decision.deny": "拒绝",
@@ -37,7 +43,7 @@ addMessages({
     approve: "Approve",
     deny: "Deny",
     approvalSent: "{decision}: {name}",
-    approvalTaken: "This call is already decided (elsewhere, or its time ran out).",
+    approvalTaken: "This call no longer waits: it was decided elsewhere, cancelled, or its time ran out.",
     awaitingApproval: "Waiting for approval",
     "decision.approve": "Approved",
     "decision.deny": "Denied",
@@ -65,24 +71,74 @@ export function approvalNote(approval) {
 }
 
 export class ApprovalCards {
-  /** `log`: the conversation the cards go in; `onDecided()`: after this tab decided one. */
-  constructor(log, { onDecided }) {
+  /** `log`: the conversation the cards go in; `onDecided()`: after this tab decided one;
+   * `live()`: whether a stream of the session's turn brings its decisions to this page;
+   * `onGone(session)`: cards went without a frame saying so; `session` as re-read (null
+   * when that failed). */
+  constructor(log, { onDecided, live, onGone }) {
     this.log = log;
     this.onDecided = onDecided;
+    this.live = live;
+    this.onGone = onGone;
     this.sessionId = null;
     this.cards = new Map(); // callId → card element
+    /** @type {ReturnType<typeof setInterval> | undefined} */
+    this.poller = undefined;
+    this.focused = () => this.refresh();
   }
 
   get waiting() {
     return this.cards.size > 0;
   }
 
-  /** A session was (re)drawn: its waiting calls, from GET /chat/sessions/{id}. */
-  showSession(session) {
-    if (session.id !== this.sessionId) this.cards.clear();
-    this.sessionId = session.id;
+  start() {
+    this.poller = setInterval(() => this.refresh(), POLL_MS);
+    window.addEventListener("focus", this.focused);
+  }
+
+  stop() {
+    clearInterval(this.poller);
+    window.removeEventListener("focus", this.focused);
+  }
+
+  /** Without a stream of their turn, the cards learn from the session what still waits: a
+   * call decided in another tab or on another device, a cancelled turn, a request past its
+   * time. `after409`: a card just went that way. Quiet on failure: the connection banner
+   * tells when the server is away. */
+  async refresh(after409 = false) {
+    const id = this.sessionId;
+    if (!id || this.live() || (!after409 && (!this.waiting || document.hidden))) return;
+    let session;
+    try {
+      session = await api("GET", `/chat/sessions/${id}`);
+    } catch {
+      if (after409) this.onGone(null);
+      return;
+    }
+    if (id !== this.sessionId || this.live()) return;
+    if (this.sync(session) || after409) this.onGone(session);
+  }
+
+  /** The cards of calls `session` no longer lists as waiting go; whether any did. */
+  sync(session) {
+    const pending = new Set((session.pendingApprovals || []).map((/** @type {any} */ p) => p.callId));
+    const gone = [...this.cards.keys()].filter((callId) => !pending.has(callId));
+    for (const callId of gone) this.decided(callId);
+    return gone.length > 0;
+  }
+
+  /** Another session is being opened: no card until it has loaded. */
+  clear() {
     for (const card of this.cards.values()) card.remove();
     this.cards.clear();
+    this.sessionId = null;
+  }
+
+  /** A session was (re)drawn: its waiting calls, from GET /chat/sessions/{id}. */
+  showSession(session) {
+    for (const card of this.cards.values()) card.remove();
+    this.cards.clear();
+    this.sessionId = session.id;
     for (const pending of session.pendingApprovals || []) this.request(pending);
   }
 
@@ -139,7 +195,11 @@ export class ApprovalCards {
           notify(error.message, "error");
           return;
         }
-        notify(t("approvalTaken"));
+        // decided elsewhere, cancelled or timed out: say so where the card was
+        card.replaceWith(h("p", { class: "approval-gone muted", role: "status" }, t("approvalTaken")));
+        this.cards.delete(callId);
+        this.refresh(true);
+        return;
       }
       this.decided(callId);
       this.onDecided();

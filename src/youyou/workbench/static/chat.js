@@ -114,7 +114,11 @@ export class ChatView {
     new MutationObserver(() => {
       if (this.pinned) this.log.scrollTop = this.log.scrollHeight;
     }).observe(this.log, { childList: true, subtree: true, characterData: true });
-    this.approvals = new ApprovalCards(this.log, { onDecided: () => this.afterDecision() });
+    this.approvals = new ApprovalCards(this.log, {
+      onDecided: () => this.afterDecision(),
+      live: () => this.turn !== null,
+      onGone: (session) => this.approvalsGone(session),
+    });
     this.connection = h("p", { class: "connection", role: "status" });
     this.elsewhere = h("p", { class: "running-elsewhere", role: "status" }, t("runningElsewhere"));
     this.noticeText = h("span");
@@ -220,11 +224,13 @@ export class ChatView {
     this.unsubscribe = onConnection(() => this.render());
     this.sessions.reload();
     this.sessions.start();
+    this.approvals.start();
   }
 
   unmount() {
     this.stream?.abort();
     this.sessions.stop();
+    this.approvals.stop();
     this.unsubscribe();
     document.removeEventListener("keydown", this.keys);
   }
@@ -255,6 +261,7 @@ export class ChatView {
     this.stream = null;
     this.turn = null;
     this.session = null;
+    this.approvals.clear();
     this.drawerOpen = false;
     this.sessions.setActive(id);
     const token = (this.opening = {});
@@ -344,6 +351,7 @@ export class ChatView {
     const id = this.session.id;
     const session = await api("GET", `/chat/sessions/${id}`);
     if (this.session?.id !== id) return;
+    this.approvals.sync(session); // a cancelled turn's cards go; a parked turn's stay
     this.sessionChanged(session, true);
   }
 
@@ -537,6 +545,20 @@ export class ChatView {
       if (this.turn) this.turn.stopping = false;
       this.render();
       notify(errorText(error), "error");
+    }
+  }
+
+  /** Cards went without a frame (decided elsewhere, cancelled, timed out): the controls
+   * follow, and a turn that goes on elsewhere is followed here. A note left by a card that
+   * answered 409 stays until the history is next drawn.
+   * @param {any} session as re-read, null when that failed */
+  approvalsGone(session) {
+    if (!session) return this.render();
+    this.sessionChanged(session, true);
+    if (this.turn || this.approvals.waiting) return;
+    if (session.running) this.attach();
+    else if (!this.log.querySelector(".approval-gone")) {
+      this.reloadHistory().catch((error) => notify(errorText(error), "error"));
     }
   }
 

@@ -190,9 +190,12 @@ class ApprovalQueries(StoreBase):
         async with self._transaction("settling approvals", write=True) as conn:
             await conn.execute(stmt)
 
-    async def unsettled_sessions(self) -> set[str]:
-        """Sessions whose turn still has a call waiting for, or going on after, a decision."""
+    async def unsettled_sessions(self, among: Collection[str] | None = None) -> set[str]:
+        """Sessions (of ``among``, if given) whose turn still has a call waiting for, or going
+        on after, a decision."""
         query = select(_KEY[0]).where(tool_approvals.c.settled.is_(False)).distinct()
+        if among is not None:
+            query = query.where(_KEY[0].in_(list(among)))
         async with self._transaction("finding turns that wait for approvals") as conn:
             return set((await conn.execute(query)).scalars())
 
