@@ -1,7 +1,8 @@
 """Approval cards of a turn no server process runs any more (its server stopped while the call
 waited; a new server serves the page), in a real browser (Chromium through Playwright): no
 stream brings their decisions, so the page re-reads what waits every 3 s and on focus; a card
-whose decision answers 409 says so in its place."""
+whose decision answers 409 says so in its place; Stop and Esc cancel the stopped turn, on a
+desktop and a phone screen, and Send comes back."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from approval_kit import TOOL, asks_for_the_time, decide, time_server, waiting_turn
+from approval_kit import ASK, TOOL, asks_for_the_time, decide, time_server, waiting_turn
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import Api, Workbench
 from test_workbench_approvals_ui import SIZES, chromium, signed_in_page, workbench_db
@@ -56,6 +58,14 @@ def stopped_turns(
     return Stopped(second, api, calls)
 
 
+# The page without its 3 s re-read of the cards (the session list's poll is 4 s): only the
+# window's focus re-reads them.
+NO_POLL = (
+    "const every = window.setInterval;"
+    " window.setInterval = (run, ms, ...args) => (ms === 3000 ? 0 : every(run, ms, ...args));"
+)
+
+
 def card_of(page: Page) -> Locator:
     return page.get_by_role("group", name=f"Approval needed: {TOOL}")
 
@@ -94,7 +104,7 @@ def test_focus_rereads_the_cards_and_a_409_leaves_a_note(
         page = pages[sid] = signed_in_page(
             chromium, stopped.url(sid), stopped.alice, SIZES["desktop"]
         )
-        page.clock.install()  # the page's timers stand still: no re-read every 3 s
+        page.add_init_script(NO_POLL)
         page.reload()
         expect(card_of(page)).to_have_count(1)
 
@@ -120,3 +130,43 @@ def test_focus_rereads_the_cards_and_a_409_leaves_a_note(
     expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
     no_error_toast(page)
     assert [p.errors for p in pages.values()] == [[], []]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("size", "how"), [("desktop", "click"), ("desktop", "esc"), ("phone", "click")]
+)
+def test_stop_cancels_a_turn_no_process_runs(
+    start_workbench: Callable[..., Workbench],
+    fake_model: FakeOpenAIServer,
+    chromium: Browser,
+    size: str,
+    how: str,
+) -> None:
+    stopped = stopped_turns(start_workbench, fake_model)
+    ((sid, call_id),) = stopped.calls.items()
+    page = signed_in_page(chromium, stopped.url(sid), stopped.alice, SIZES[size])
+    card = card_of(page)
+    expect(card).to_have_count(1)
+    stop = page.get_by_role("button", name="Stop")
+    send = page.get_by_role("button", name="Send", exact=True)
+    expect(stop).to_be_visible()
+    expect(send).to_be_hidden()
+
+    if how == "click":
+        stop.click()
+    else:
+        page.get_by_role("textbox", name="Message").press("Escape")
+
+    expect(card).to_have_count(0)
+    expect(send).to_be_visible()
+    expect(stop).to_be_hidden()
+    shown = stopped.shown(sid)
+    assert (shown["pendingApprovals"], shown["running"]) == ([], False)
+    no_error_toast(page)
+    # the session takes a message again: the model asks once more, with a new call
+    box = page.get_by_role("textbox", name="Message")
+    box.fill(ASK)
+    box.press("Enter")
+    expect(card).to_have_count(1)
+    assert card.get_attribute("data-call-id") not in (None, call_id)
+    assert page.errors == []  # type: ignore[attr-defined]

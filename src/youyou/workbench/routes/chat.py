@@ -282,7 +282,9 @@ async def reattach(
 async def cancel(
     session_id: str, wb: WorkbenchDep, user: UserDep, rid: RequestIdDep
 ) -> Envelope[SessionOut]:
-    """Idempotent: 200 even when no turn is running."""
+    """Idempotent: 200 even when no turn is running. A turn that waits for approval while no
+    live process runs it (its server stopped) ends here: its calls get the cancelled result,
+    and the session answers with nothing pending and not running."""
     chat = await owned(wb, user, session_id)
     await wb.hub.cancel(chat)
     return Envelope(data=await one_session_out(wb, chat), request_id=rid)

@@ -60,7 +60,7 @@ export class ChatView {
     this.session = null;
     /** @type {Turn | null} */
     this.turn = null;
-    this.busy = { mode: false, compact: false };
+    this.busy = { mode: false, compact: false, cancel: false };
     this.drawerOpen = false;
     /** @type {AbortController | null} */
     this.stream = null;
@@ -185,13 +185,14 @@ export class ChatView {
   /** The controls of the page, from the state alone. */
   render() {
     const session = this.session;
-    const running = this.turn !== null;
+    // cards without a stream: a turn no process runs waits for them, and Stop cancels it
+    const running = this.turn !== null || this.approvals.waiting;
     const percent = session ? usagePercent(session.memory) : 0;
     const blocked = percent >= settings().memory.blockPercent;
     this.composer.render({
       ready: Boolean(session),
       running,
-      stopping: Boolean(this.turn?.stopping),
+      stopping: Boolean(this.turn?.stopping) || this.busy.cancel,
       blocked,
       offline: connection() === "unreachable",
     });
@@ -241,7 +242,7 @@ export class ChatView {
     if (event.key === "Escape" && this.drawerOpen) {
       event.preventDefault();
       this.setDrawer(false);
-    } else if (event.key === "Escape" && this.turn) {
+    } else if (event.key === "Escape" && (this.turn || this.approvals.waiting)) {
       event.preventDefault();
       this.stop();
     } else if ((event.ctrlKey || event.metaKey) && event.code === "KeyK") {
@@ -536,6 +537,7 @@ export class ChatView {
   }
 
   async stop() {
+    if (!this.turn && this.approvals.waiting) return this.cancelStopped();
     if (!this.turn || !this.session) return;
     this.turn.stopping = true;
     this.render();
@@ -545,6 +547,24 @@ export class ChatView {
       if (this.turn) this.turn.stopping = false;
       this.render();
       notify(errorText(error), "error");
+    }
+  }
+
+  /** Stop for cards without a stream: the turn they belong to runs nowhere (its server
+   * restarted), so the cancel ends it on the server; its calls get the cancelled result. */
+  async cancelStopped() {
+    const session = this.session;
+    if (!session || this.busy.cancel) return;
+    this.busy.cancel = true;
+    this.render();
+    try {
+      await api("POST", `/chat/sessions/${session.id}/cancel`);
+      if (this.session?.id === session.id) await this.reloadHistory();
+    } catch (error) {
+      notify(errorText(error), "error");
+    } finally {
+      this.busy.cancel = false;
+      this.render();
     }
   }
 
