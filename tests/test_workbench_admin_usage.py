@@ -9,14 +9,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from fakes.openai_server import text_reply
 from server_kit import Api, Workbench
 from test_workbench_admin import with_admin
 from test_workbench_usage import PRICES, cost, two_turns
+from youyou.adapters.storage.engine import create_engine
+from youyou.workbench.store import WorkbenchStore
 from youyou.workbench.store.tables import turn_usage
+from youyou.workbench.store.usage import TurnUsageRecord
 
 StartWorkbench = Callable[..., Workbench]
 JANUARY = datetime(2026, 1, 1, tzinfo=UTC)
@@ -122,3 +125,33 @@ def test_members_are_forbidden_and_strangers_unauthenticated(
     anonymous = Api(wb.url)
     assert anonymous.error("GET", "/admin/usage", 401)["code"] == "AUTH_UNAUTHENTICATED"
     anonymous.close()
+
+
+async def test_every_account_is_summed_by_one_query(db_url: str) -> None:
+    """However many accounts and turns: one statement reaches the database."""
+    engine = create_engine(db_url)
+    store = await WorkbenchStore.on(engine)
+    try:
+        for n in range(5):
+            user = await store.create_user(f"user{n}", "hash")
+            for turn in range(n):
+                await store.record_turn_usage(
+                    TurnUsageRecord(user.id, f"s{n}", turn, "m", 10 * n, n, None)
+                )
+        statements: list[str] = []
+        event.listen(
+            engine.sync_engine,
+            "before_cursor_execute",
+            lambda _conn, _cursor, statement, *_: statements.append(statement),
+        )
+        accounts = await store.usage_by_account(since=JANUARY)
+    finally:
+        await engine.dispose()
+    assert [(a.username, a.usage.turns, a.usage.input_tokens) for a in accounts] == [
+        ("user4", 4, 160),
+        ("user3", 3, 90),
+        ("user2", 2, 40),
+        ("user1", 1, 10),
+        ("user0", 0, 0),
+    ]
+    assert len(statements) == 1 and "GROUP BY" in statements[0].upper(), statements
