@@ -27,8 +27,8 @@ from memory_search import Corpus
 from storage_scale import database
 
 from youyou.adapters.knowledge import KnowledgeBase
-from youyou.adapters.settings import KnowledgeSourceSettings
 from youyou.adapters.storage.engine import create_engine
+from youyou.config import KnowledgeSourceSettings
 
 TOP_K = 5
 

@@ -34,9 +34,9 @@ from youyou import (
     ToolInput,
     ToolOutput,
 )
-from youyou.adapters.settings import TelemetrySettings
 from youyou.adapters.storage.memory import InMemorySessionStorage
 from youyou.adapters.telemetry.otel import Telemetry
+from youyou.config import TelemetrySettings
 from youyou.domain.model import ChatRequest, ModelMessageRole, ProviderCapability, Usage
 from youyou.domain.turn import OutcomeStatus
 from youyou.ports.tracer import Tracer

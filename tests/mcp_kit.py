@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from youyou.adapters.settings import McpServerSettings
+from youyou.config import McpServerSettings
 
 DEMO = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 MARKER_VARIABLE = "YOUYOU_TEST_MCP_MARKERS"

@@ -28,7 +28,7 @@ import uvicorn
 
 from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
-from youyou.adapters.settings import load_settings
+from youyou.config import load_settings
 from youyou.ports.tracer import Tracer
 from youyou.workbench.app import create_app
 from youyou.workbench.hub import SessionHub

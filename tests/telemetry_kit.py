@@ -9,8 +9,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from youyou.adapters.settings import TelemetrySettings
 from youyou.adapters.telemetry.otel import Telemetry
+from youyou.config import TelemetrySettings
 
 CONTENT_KEYS = (
     "gen_ai.input.messages",

@@ -15,8 +15,8 @@ from opentelemetry.trace import StatusCode
 from kernel_kit import RecordingTool, build_agent, model
 from telemetry_kit import attrs, has_content, is_child, memory_telemetry, named, one
 from youyou import AgentConfig, CompactionPolicy, ScriptedResponse
-from youyou.adapters.settings import TelemetrySettings
 from youyou.adapters.telemetry.otel import Telemetry
+from youyou.config import TelemetrySettings
 from youyou.domain.config import MemoryMode
 from youyou.domain.model import ProviderErrorKind, Usage
 

@@ -10,11 +10,11 @@ from sqlalchemy import select
 
 from kernel_kit import block_text
 from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
-from youyou.adapters.settings import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import session_leases
 from youyou.bootstrap import agent_config_from, build_agent_from_settings
+from youyou.config import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import AssistantMessage

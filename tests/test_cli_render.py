@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from youyou.adapters.settings import ModelPrice
 from youyou.cli.render import (
     JsonTurnView,
     PlainTurnView,
@@ -19,6 +18,7 @@ from youyou.cli.render import (
     split_complete,
     tool_result_line,
 )
+from youyou.config import ModelPrice
 from youyou.domain.context import CompactionMode
 from youyou.domain.events import (
     AgentEvent,

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from youyou.adapters.settings import (
+from youyou.config import (
     MEMORY_MODE_NAMES,
     AgentSettings,
     AnthropicProviderSettings,

@@ -18,7 +18,7 @@ import pytest
 
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream
 from server_kit import Api, Frame, Server, free_port, parse_sse, start_together, write_config
-from youyou.adapters.settings import parse_settings
+from youyou.config import parse_settings
 from youyou.domain.errors import AgentError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import pytest
 from kernel_kit import block_text, build_agent, text
 from youyou import ScriptedResponse, TurnOptions
 from youyou.adapters.knowledge import KnowledgeBase, PassageHit, citation
-from youyou.adapters.settings import KnowledgeSourceSettings
 from youyou.adapters.storage.engine import create_engine
+from youyou.config import KnowledgeSourceSettings
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.model import ModelMessageRole

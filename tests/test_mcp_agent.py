@@ -13,7 +13,7 @@ from kernel_kit import block_text, build_agent, text
 from mcp_kit import MARKER_VARIABLE, stdio_settings, wait_for_file
 from youyou import AgentConfig, ScriptedResponse, TurnOptions
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.turn import OutcomeStatus
 

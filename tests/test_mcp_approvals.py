@@ -15,8 +15,8 @@ from kernel_kit import Watch, block_text, build_agent, text
 from mcp_kit import DEMO, MARKER_VARIABLE, stdio_settings
 from youyou import ScriptedResponse, TurnOptions
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import McpServerSettings, McpTransport
 from youyou.cli.mcp_command import run_mcp_list
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.model import ModelMessageRole
 from youyou.domain.turn import OutcomeStatus
 

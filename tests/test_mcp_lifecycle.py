@@ -12,7 +12,7 @@ import pytest
 
 from mcp_kit import DEMO, MARKER_VARIABLE, http_demo, stdio_settings
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.tool import ToolInput

@@ -16,7 +16,7 @@ from mcp_kit import MARKER_VARIABLE, http_demo, stdio_settings, wait_for_file
 from mcp_servers.demo_server import PNG
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.mcp.server import McpTool
-from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import ToolOutput

@@ -17,7 +17,7 @@ from youyou.adapters.providers.anthropic import AnthropicProvider
 from youyou.adapters.providers.factory import build_providers
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
 from youyou.adapters.providers.scripted import ScriptedProvider
-from youyou.adapters.settings import parse_settings
+from youyou.config import parse_settings
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import TextBlock
 from youyou.domain.errors import AgentError, ErrorCode

@@ -16,12 +16,6 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from youyou.adapters.settings import (
-    DATABASE_URL_ENV,
-    Settings,
-    default_database_url,
-    load_settings,
-)
 from youyou.adapters.storage import engine as engine_module
 from youyou.adapters.storage.engine import (
     alembic_config,
@@ -33,6 +27,12 @@ from youyou.adapters.storage.engine import (
 )
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import TITLE_TRGM_INDEX, VERSION_TABLE, metadata
+from youyou.config import (
+    DATABASE_URL_ENV,
+    Settings,
+    default_database_url,
+    load_settings,
+)
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.workbench.store import migrate_workbench
 from youyou.workbench.store.repository import MIGRATIONS as WORKBENCH_MIGRATIONS

@@ -63,7 +63,7 @@ def test_the_kernel_runs_a_turn_without_opentelemetry() -> None:
 def test_enabling_telemetry_without_the_extra_names_the_extra() -> None:
     out = run(
         """
-        from youyou.adapters.settings import TelemetrySettings
+        from youyou.config import TelemetrySettings
         from youyou.adapters.telemetry import open_telemetry
         from youyou.domain.errors import AgentError
 

@@ -36,7 +36,7 @@ from server_kit import (
     wait_until,
     write_config,
 )
-from youyou.adapters.settings import Settings
+from youyou.config import Settings
 from youyou.workbench.app import create_app
 from youyou.workbench.server import setup_server_process
 

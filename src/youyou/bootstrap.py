@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from youyou.adapters.mcp import McpToolbox
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.providers.factory import build_providers
-from youyou.adapters.settings import ModelPrice, Settings
 from youyou.adapters.skills_dir import SkillsDirResult, load_skills_dir
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -27,6 +26,7 @@ from youyou.adapters.tools.builtin import CurrentTimeTool
 from youyou.api.agent import Agent
 from youyou.api.builder import AgentBuilder
 from youyou.application.tracing import NOOP_TRACER
+from youyou.config import ModelPrice, Settings
 from youyou.domain.config import AgentConfig
 from youyou.domain.skill import SkillDefinition
 from youyou.domain.skill_md import SkillValidationError

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from youyou.application.model_router import ModelRegistry
 from youyou.application.tracing import NOOP_TRACER, chat_span, end_chat
 from youyou.application.turn_stream import TurnChannel
-from youyou.domain.bulk import built
+from youyou.bulk import built
 from youyou.domain.content import valid_unicode, valid_unicode_value
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ModelWaiting, ReasoningDeltaEvent, TextDeltaEvent

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from youyou.domain.bulk import built
+from youyou.bulk import built
 from youyou.domain.content import ContentBlock, ImageBlock, TextBlock
 from youyou.domain.context import VisibleMessage
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource

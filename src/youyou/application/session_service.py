@@ -16,8 +16,8 @@ from youyou.application.agent_control import LifecycleState, shutting_down
 from youyou.application.context_manager import ContextManager
 from youyou.application.kernel import Kernel
 from youyou.application.session_runtime import ManualCompaction, SessionRuntime, TurnState
+from youyou.bulk import built, collector_paused
 from youyou.domain.approvals import asked_in_last_turn, open_approvals, remembered_tools
-from youyou.domain.bulk import built, collector_paused
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.config import (
     ResolvedSessionConfig,

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 
-from youyou.domain.bulk import built
+from youyou.bulk import built
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.events import AgentEvent, AgentEventPayload
 from youyou.domain.turn import TurnOutcome

@@ -10,7 +10,6 @@ from contextlib import suppress
 from rich.console import Console
 from rich.text import Text
 
-from youyou.adapters.settings import ModelPrice, memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
 from youyou.cli.approvals import Approver
@@ -18,6 +17,7 @@ from youyou.cli.pending_memories import PendingExtractions, extract_pending
 from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
 from youyou.cli.runtime import Interrupts, ask_approval, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
+from youyou.config import ModelPrice, memory_mode_name
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode

@@ -12,7 +12,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from youyou.adapters.settings import Settings, load_settings
 from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp, build_agent_from_settings
 from youyou.cli.approvals import approver_for
@@ -41,6 +40,7 @@ from youyou.cli.runtime import (
     warn,
 )
 from youyou.cli.transcript import resolve_one
+from youyou.config import Settings, load_settings
 from youyou.domain.config import SessionConfig
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource

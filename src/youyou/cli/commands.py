@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from youyou.adapters.settings import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.api.session import SessionHandle
 from youyou.cli.attachments import describe, read_attachment
 from youyou.cli.chat import Chat
@@ -21,6 +20,7 @@ from youyou.cli.transcript import (
     sessions_table,
     unknown_prefix,
 )
+from youyou.config import MEMORY_MODE_NAMES, memory_mode_name
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
 logger = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from pathlib import Path
 from rich.console import Console
 from sqlalchemy.engine import make_url
 
-from youyou.adapters.settings import load_settings
 from youyou.adapters.storage.backup import backup_database
 from youyou.cli.runtime import EXIT_OK
+from youyou.config import load_settings
 
 
 async def run_db_upgrade(config: Path | None, console: Console | None = None) -> int:

@@ -15,9 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from youyou.adapters.knowledge import IndexReport, KnowledgeBase, citation
-from youyou.adapters.settings import load_settings
 from youyou.adapters.storage.engine import create_engine
 from youyou.cli.runtime import EXIT_OK
+from youyou.config import load_settings
 
 NO_SOURCES = (
     "no knowledge sources configured: add [[knowledge]] to youyou.toml (see docs/knowledge.md)"

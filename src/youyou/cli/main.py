@@ -156,10 +156,15 @@ def serve(
     from rich.console import Console
 
     from youyou.cli.runtime import guarded
+    from youyou.config import ServerOverrides
     from youyou.workbench.server import ServeOptions
     from youyou.workbench.server import serve as run_server
 
-    options = ServeOptions(config, host, port, workers, "json" if log_format == "json" else "text")
+    options = ServeOptions(
+        config,
+        ServerOverrides(host=host, port=port, workers=workers),
+        "json" if log_format == "json" else "text",
+    )
     # No markup: the start-up lines name config keys such as [[providers]] and [database].
     console = Console(highlight=False, markup=False)
     _finish(guarded(lambda: run_server(options, console.print)))
@@ -168,8 +173,8 @@ def serve(
 @asynccontextmanager
 async def _storage(config: Path | None) -> AsyncIterator[SqlSessionStorage]:
     """Only the session store: these commands need no model provider (nor its API key)."""
-    from youyou.adapters.settings import load_settings
     from youyou.adapters.storage.sql import SqlSessionStorage
+    from youyou.config import load_settings
 
     storage = await SqlSessionStorage.open(load_settings(config).database.url)
     try:

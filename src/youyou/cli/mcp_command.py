@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from youyou.adapters.mcp import McpServerReport, McpToolbox
-from youyou.adapters.settings import load_settings
 from youyou.cli.runtime import EXIT_FAILED, EXIT_OK
+from youyou.config import load_settings
 from youyou.domain.approvals import approval_reason
 
 NO_SERVERS = "no MCP servers configured: add [[mcp_servers]] to youyou.toml (see docs/mcp.md)"

@@ -21,9 +21,9 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from youyou.adapters.settings import MEMORY_MODE_NAMES
 from youyou.cli.commands import COMMANDS
 from youyou.cli.runtime import warn
+from youyou.config import MEMORY_MODE_NAMES
 
 PROMPT = "you> "
 CONTINUATION = "...  "

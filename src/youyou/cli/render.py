@@ -18,8 +18,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from youyou.adapters.settings import ModelPrice
 from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.config import ModelPrice
 from youyou.domain.errors import AgentError
 from youyou.domain.events import (
     AgentEvent,

@@ -18,13 +18,13 @@ from rich.console import Console
 
 from youyou.adapters.private_files import data_dir as youyou_data_dir
 from youyou.adapters.private_files import private_directory, private_file
-from youyou.adapters.settings import Settings
 from youyou.adapters.storage.engine import LOCK_WAIT_NOTICE
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle, UserInput
 from youyou.application.turn_engine import TurnOptions
 from youyou.cli.approvals import Approver, decider
 from youyou.cli.render import TurnView, agent_error_text
+from youyou.config import Settings
 from youyou.domain.approvals import PendingApproval
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.events import ToolApprovalRequested

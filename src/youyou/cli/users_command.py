@@ -39,8 +39,8 @@ async def _opened(config: Path | None) -> AsyncIterator[tuple[Accounts, Workbenc
     ledgers) and the account operations on it."""
     import asyncio
 
-    from youyou.adapters.settings import load_settings
     from youyou.adapters.storage.engine import upgrade_database
+    from youyou.config import load_settings
     from youyou.workbench.accounts import Accounts
     from youyou.workbench.auth import hash_password
     from youyou.workbench.store import WorkbenchStore

@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from youyou.adapters.settings import Settings
 from youyou.adapters.storage.catalog import fold
+from youyou.config import Settings
 from youyou.domain.config import config_error
 from youyou.workbench.store import UserRecord, WorkbenchStore
 

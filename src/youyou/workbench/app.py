@@ -14,8 +14,8 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from youyou import __version__
-from youyou.adapters.settings import Settings
 from youyou.bootstrap import build_agent_from_settings
+from youyou.config import Settings
 from youyou.domain.errors import AgentError
 from youyou.ports.tracer import Tracer
 from youyou.workbench.access import (

@@ -14,7 +14,7 @@ from functools import lru_cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from youyou.adapters.settings import ServerSettings
+from youyou.config import ServerSettings
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.passwords import check_new_password
 from youyou.workbench.store import InviteUnusable, UsernameTaken, UserRecord, WorkbenchStore

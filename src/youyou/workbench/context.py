@@ -15,9 +15,9 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from youyou.adapters.settings import Settings
 from youyou.application.tracing import NOOP_TRACER
 from youyou.bootstrap import BuiltApp
+from youyou.config import Settings
 from youyou.domain.errors import AgentError
 from youyou.ports.tracer import SpanKind, Tracer, TraceSpan
 from youyou.workbench.auth import Authenticator

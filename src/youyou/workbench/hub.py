@@ -24,12 +24,6 @@ from datetime import UTC, datetime
 
 from youyou.adapters.knowledge import KnowledgeBase
 from youyou.adapters.mcp import McpToolbox
-from youyou.adapters.settings import (
-    MEMORY_MODE_NAMES,
-    ModelPrice,
-    ServerSettings,
-    memory_mode_name,
-)
 from youyou.adapters.storage import LeaseState
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -37,6 +31,12 @@ from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
 from youyou.api.session import SessionHandle
 from youyou.application.turn_engine import TurnOptions
+from youyou.config import (
+    MEMORY_MODE_NAMES,
+    ModelPrice,
+    ServerSettings,
+    memory_mode_name,
+)
 from youyou.domain.config import MemoryMode, SessionConfig
 from youyou.domain.content import ContentBlock
 from youyou.domain.context import CompactionRecord

@@ -20,7 +20,7 @@ from fastapi.routing import APIRoute, APIRouter
 from starlette.routing import Match
 from starlette.types import Receive, Scope
 
-from youyou.adapters.settings import ServerSettings
+from youyou.config import ServerSettings
 from youyou.workbench.errors import ApiCode, ApiError, Localized
 
 # The largest JSON body of a signed-in user outside messages and uploads: a prompt of 12,000

@@ -23,7 +23,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from youyou.adapters.settings import OidcSettings
+from youyou.config import OidcSettings
 from youyou.workbench.accounts import checked_username
 from youyou.workbench.auth import token_digest
 from youyou.workbench.errors import ApiCode, ApiError

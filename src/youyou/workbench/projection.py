@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from youyou.adapters.settings import memory_mode_name
 from youyou.api.session import SessionHandle
+from youyou.config import memory_mode_name
 from youyou.domain.events import ContextUsage
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.schemas import MemoryOut

@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,8 +23,8 @@ import uvicorn.supervisors
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
-from youyou.adapters.settings import Settings, is_loopback, load_settings
 from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.config import ServerOverrides, Settings, is_loopback, load_settings
 from youyou.workbench.access import check_registration
 from youyou.workbench.connections import RESERVED_DESCRIPTORS, ServeConfig, raise_descriptor_limit
 from youyou.workbench.context import RequestIdFilter
@@ -32,12 +32,14 @@ from youyou.workbench.redaction import RedactSecrets
 from youyou.workbench.store import WorkbenchStore
 
 if TYPE_CHECKING:
-    from youyou.adapters.settings import ServerSettings
+    from youyou.config import ServerSettings
     from youyou.workbench.hub import SessionHub
 
 LogFormat = Literal["text", "json"]
-# Workers are separate processes started by uvicorn: they read their settings from these.
+# The app is built by uvicorn's factory, in worker processes of their own when there are
+# several: it resolves its settings from these exactly as ``serve`` did (file and overrides).
 _CONFIG_ENV = "YOUYOU_SERVE_CONFIG"
+_OVERRIDES_ENV = "YOUYOU_SERVE_OVERRIDES"
 _LOG_ENV = "YOUYOU_SERVE_LOG_FORMAT"
 # An SSE stream still open at shutdown is given this long after its turn was cancelled.
 GRACEFUL_SHUTDOWN_S = 10
@@ -51,9 +53,7 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
     config: Path | None
-    host: str | None
-    port: int | None
-    workers: int | None
+    server: ServerOverrides = field(default_factory=ServerOverrides)
     log_format: LogFormat = "text"
 
 
@@ -99,23 +99,6 @@ def setup_server_logging(log_format: LogFormat) -> None:
         logging.getLogger(name).propagate = True
 
 
-def resolved_settings(options: ServeOptions) -> Settings:
-    settings = load_settings(options.config)
-    overrides = {
-        key: value
-        for key, value in (
-            ("host", options.host),
-            ("port", options.port),
-            ("workers", options.workers),
-        )
-        if value is not None
-    }
-    if not overrides:
-        return settings
-    server = settings.server.model_validate({**settings.server.model_dump(), **overrides})
-    return settings.model_copy(update={"server": server})
-
-
 def uses_demo_model(settings: Settings) -> bool:
     return all(p.offline_demo for p in settings.providers)
 
@@ -159,19 +142,22 @@ def setup_server_process(hub: SessionHub) -> None:
 
 
 def app_from_environment() -> FastAPI:
-    """uvicorn's factory in each worker process."""
+    """uvicorn's factory in each worker process: the settings ``serve`` resolved, command-line
+    overrides included (without them a worker would listen to the file alone, and for
+    ``--host 0.0.0.0`` leave sign-up open as if on loopback)."""
     from youyou.workbench.app import create_app
 
     log_format: LogFormat = "json" if os.environ.get(_LOG_ENV) == "json" else "text"
     setup_server_logging(log_format)
     config = os.environ.get(_CONFIG_ENV) or None
-    options = ServeOptions(Path(config) if config else None, None, None, None, log_format)
-    return create_app(resolved_settings(options), on_started=setup_server_process)
+    overrides = ServerOverrides(**json.loads(os.environ.get(_OVERRIDES_ENV) or "{}"))
+    settings = load_settings(Path(config) if config else None, server=overrides)
+    return create_app(settings, on_started=setup_server_process)
 
 
 def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     """``say`` prints the start-up lines (the URL, warnings)."""
-    settings = resolved_settings(options)
+    settings = load_settings(options.config, server=options.server)
     check_registration(settings)
     server = settings.server
     url = make_url(settings.database.url)
@@ -196,6 +182,7 @@ def serve(options: ServeOptions, say: Callable[[str], None]) -> int:
     say(f"database: {url.render_as_string(hide_password=True)}")
     say(f"YouYou workbench on http://{_url_host(server.host)}:{server.port}  (Ctrl+C stops it)")
     os.environ[_CONFIG_ENV] = str(options.config.resolve()) if options.config else ""
+    os.environ[_OVERRIDES_ENV] = json.dumps(options.server.values())
     os.environ[_LOG_ENV] = options.log_format
     setup_server_logging(options.log_format)
     descriptors = raise_descriptor_limit(server.max_connections + RESERVED_DESCRIPTORS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from youyou.adapters.settings import ModelPrice
+from youyou.config import ModelPrice
 from youyou.domain.errors import AgentError
 from youyou.domain.model import Usage
 from youyou.workbench.metrics import Metrics

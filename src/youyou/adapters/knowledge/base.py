@@ -25,7 +25,7 @@ from youyou.adapters.knowledge.sources import (
 )
 from youyou.adapters.knowledge.sqlite_fts import SqliteKnowledgeIndex
 from youyou.adapters.knowledge.tool import SearchKnowledgeTool, source_scope, upload_scope
-from youyou.adapters.settings import KnowledgeSourceSettings
+from youyou.config import KnowledgeSourceSettings
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
 MAX_NAME_CHARS = 200

@@ -16,7 +16,7 @@ from pathlib import Path
 from youyou.adapters.knowledge.index import KnowledgeIndex
 from youyou.adapters.knowledge.passages import is_markdown, split_passages
 from youyou.adapters.knowledge.tool import SOURCE_PREFIX, source_scope
-from youyou.adapters.settings import KnowledgeSourceSettings
+from youyou.config import KnowledgeSourceSettings
 from youyou.domain.config import config_error
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 

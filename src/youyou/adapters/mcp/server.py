@@ -20,7 +20,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from youyou.adapters.mcp.connection import Connection, Transport
 from youyou.adapters.mcp.names import model_tool_names
 from youyou.adapters.mcp.results import tool_output
-from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 from youyou.domain.ledger import ToolOutput

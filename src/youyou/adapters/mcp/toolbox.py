@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from youyou.adapters.settings import McpServerSettings, McpTransport
+from youyou.config import McpServerSettings, McpTransport
 from youyou.domain.errors import AgentError
 from youyou.domain.tool import ToolDescriptor
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.scripted import ScriptedProvider
-from youyou.adapters.settings import (
+from youyou.config import (
     AnthropicProviderSettings,
     LocalProviderSettings,
     OpenAIProviderSettings,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from youyou.adapters.storage.errors import storage_error
-from youyou.domain.bulk import collector_paused
+from youyou.bulk import collector_paused
 from youyou.domain.ledger import (
     LEDGER_SCHEMA_VERSION,
     META_CONTEXT_COMPACTION,

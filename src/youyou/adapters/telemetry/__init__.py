@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from youyou.adapters.settings import TelemetrySettings
+from youyou.config import TelemetrySettings
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import Status, StatusCode
 
 from youyou import __version__
-from youyou.adapters.settings import TelemetrySettings
+from youyou.config import TelemetrySettings
 from youyou.domain.errors import AgentError
 from youyou.ports.tracer import AttributeValue, SpanKind, Tracer, TraceSpan
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from youyou.adapters.knowledge.base import MAX_NAME_CHARS
 from youyou.adapters.knowledge.sources import MAX_DOCUMENT_BYTES
-from youyou.adapters.settings import MEMORY_MODE_NAMES, Settings, memory_mode_name
+from youyou.config import MEMORY_MODE_NAMES, Settings, memory_mode_name
 from youyou.domain.skill_messages import MAX_SKILL_BYTES
 from youyou.workbench.context import RequestIdDep, WorkbenchDep
 from youyou.workbench.intake import SIGNED_IN_BODY_BYTES

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from youyou.domain.bulk import built, collector_paused
+from youyou.bulk import built, collector_paused
 from youyou.domain.content import TextBlock
 from youyou.domain.events import AgentEvent, TextDeltaEvent
 from youyou.domain.ledger import LEDGER_SCHEMA_VERSION, LedgerEvent, UserMessage

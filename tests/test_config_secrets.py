@@ -14,7 +14,7 @@ from cli_kit import Cli
 from fakes.chat import track
 from fakes.openai_server import FakeOpenAIServer, text_reply
 from youyou.adapters.providers.factory import build_providers
-from youyou.adapters.settings import OpenAIProviderSettings, parse_settings
+from youyou.config import OpenAIProviderSettings, parse_settings
 from youyou.domain.cancel import CancellationToken
 from youyou.domain.content import TextBlock
 from youyou.domain.errors import AgentError, ErrorCode

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from youyou.adapters.settings import McpTransport, parse_settings
+from youyou.config import McpTransport, parse_settings
 from youyou.domain.errors import AgentError, ErrorCode
 
 KEY = "sk-live-9f8A7b6C5d4E3f2G1h0J"

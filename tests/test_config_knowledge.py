@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from youyou.adapters.settings import parse_settings
+from youyou.config import parse_settings
 from youyou.domain.errors import AgentError, ErrorCode
 
 

@@ -1,4 +1,7 @@
-"""Building objects in bulk: loading a session's ledger, projecting it, streaming a turn."""
+"""Building objects in bulk: loading a session's ledger, projecting it, streaming a turn.
+
+Not domain logic: it tunes the process's garbage collector and sets pydantic's internals
+directly, so it sits outside the layers, for ``application`` and ``adapters`` alike."""
 
 from __future__ import annotations
 
