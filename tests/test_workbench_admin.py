@@ -177,6 +177,7 @@ def test_an_invite_admits_one_account(start_workbench: StartWorkbench) -> None:
         "registration": False,
         "registrationMode": "invite",
         "sso": False,
+        "ssoName": None,
         "passwordLogin": True,
     }
     without = register(wb.url, "quinn")

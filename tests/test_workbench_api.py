@@ -65,6 +65,7 @@ def test_registration_can_be_turned_off(start_workbench: StartWorkbench) -> None
         "registration": False,
         "registrationMode": "closed",
         "sso": False,
+        "ssoName": None,
         "passwordLogin": True,
     }
     error = api.error("POST", "/auth/register", 403, json={"username": "x", "password": "12345678"})

@@ -112,15 +112,17 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provid
     started.stop()
 
 
-def sso_config(provider: Provider, *, password_login: bool = True) -> str:
+def sso_config(
+    provider: Provider, *, password_login: bool = True, redirect: str = REDIRECT, extra: str = ""
+) -> str:
     return (
         "[server.oidc]\n"
         f'issuer = "{provider.issuer}"\n'
         'client_id = "youyou"\n'
         'client_secret_env = "YOUYOU_TEST_SSO_SECRET"\n'
-        f'redirect_uri = "{REDIRECT}"\n'
+        f'redirect_uri = "{redirect}"\n'
         'admin_groups = ["ops-admins"]\n'
-        f"password_login = {'true' if password_login else 'false'}\n"
+        f"password_login = {'true' if password_login else 'false'}\n{extra}"
     )
 
 

@@ -1,20 +1,25 @@
 """The Administration page in a real browser (Playwright, Debian's Chromium): accounts,
-roles, disabling, invite links and groups, in English and Chinese; members never see it."""
+roles, disabling, invite links, groups and every account's usage, in English and Chinese;
+members never see it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from fakes.openai_server import text_reply
 from server_kit import Api, Workbench
+from test_workbench_admin import with_admin
 
 # The browser fixtures of the main UI suite, asked for by name (``pages``).
 from test_workbench_ui import OpenPage, browser, open_page, screenshots_dir  # noqa: F401
+from test_workbench_usage import PRICES
 
 StartWorkbench = Callable[..., Workbench]
 PASSWORD = "correct horse"
@@ -140,3 +145,39 @@ def test_members_never_see_the_page_and_chinese_administrators_do(
     yuki.get_by_role("button", name="停用: yuki").click()
     expect(yuki).to_contain_text("已停用")
     assert member.error("GET", "/auth/me", 401)["code"] == "AUTH_UNAUTHENTICATED"
+
+
+def test_an_administrator_reads_usage_per_account_over_a_period(
+    start_workbench: StartWorkbench, request: pytest.FixtureRequest
+) -> None:
+    opened = pages(request)
+    wb, root = with_admin(start_workbench, model_keys=PRICES)
+    vera = wb.user("vera")
+    wb.model.enqueue(text_reply("ok", prompt=1200, completion=34))
+    vera.send(vera.new_session()["id"], "hello")
+    page = opened(f"{wb.url}/#/admin", user=root)
+    table = page.get_by_role("table", name="Usage per account")
+
+    def cells(name: str) -> Locator:
+        return table.get_by_role("row").filter(has=page.get_by_role("rowheader", name=name))
+
+    # 1200 in and 34 out at 2.5 and 10 per million tokens
+    expect(cells("vera").get_by_role("cell")).to_have_text(["1", "1,200", "34", "0.003340"])
+    expect(cells("root").get_by_role("cell")).to_have_text(["0", "0", "0", "—"])
+    expect(cells("All accounts").get_by_role("cell")).to_have_text(["1", "1,200", "34", "0.003340"])
+
+    period = page.get_by_role("form", name="Usage period")
+    # days are the browser's: its today, whatever its time zone
+    today = date.fromisoformat(page.evaluate("() => new Date().toLocaleDateString('sv')"))
+    tomorrow = today + timedelta(days=1)
+    period.get_by_label("From").fill(tomorrow.isoformat())
+    period.get_by_role("button", name="Show").click()
+    expect(cells("vera").get_by_role("cell")).to_have_text(["0", "0", "0", "—"])
+    period.get_by_label("From").fill("")
+    period.get_by_label("To").fill(today.isoformat())  # the last day counts whole
+    period.get_by_role("button", name="Show").click()
+    expect(cells("vera").get_by_role("cell")).to_have_text(["1", "1,200", "34", "0.003340"])
+    period.get_by_label("From").fill(tomorrow.isoformat())
+    period.get_by_label("To").fill((today - timedelta(days=1)).isoformat())
+    period.get_by_role("button", name="Show").click()
+    expect(page.get_by_role("alert")).to_contain_text("since is after until")

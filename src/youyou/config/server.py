@@ -28,6 +28,8 @@ class OidcSettings(Section):
     """Members of these provider groups are administrators."""
     password_login: bool = True
     """False: accounts sign in only through the provider (no password sign-in or sign-up)."""
+    display_name: str | None = Field(None, min_length=1, max_length=64)
+    """The provider's name on the web UI's sign-in button ("Sign in with <name>")."""
 
     @field_validator("issuer", "redirect_uri")
     @classmethod

@@ -35,6 +35,7 @@ from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.openapi import describe_real_responses
 from youyou.workbench.routes import (
     admin,
+    admin_usage,
     assets,
     auth,
     chat,
@@ -159,6 +160,7 @@ def create_app(
     routers = (
         auth.router,
         admin.router,
+        admin_usage.router,
         assets.router,
         knowledge.router,
         session_search.router,  # before chat's /chat/sessions/{session_id}

@@ -91,7 +91,7 @@ class Localized:
 CATALOG: dict[str, _Entry] = {
     ApiCode.VALIDATION_INVALID_ARGUMENT: _Entry(400, "请求参数无效", "Invalid request argument"),
     ApiCode.VALIDATION_UNPROCESSABLE: _Entry(
-        422, "请求内容无法处理", "The request body cannot be processed"
+        422, "请求无法处理", "The request cannot be processed"
     ),
     ApiCode.AUTH_UNAUTHENTICATED: _Entry(
         401, "未登录或登录已失效", "Not signed in, or the session token is no longer valid"

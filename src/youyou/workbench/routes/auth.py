@@ -38,6 +38,8 @@ class AuthSettingsOut(ApiModel):
     registration_mode: Literal["open", "closed", "invite"]
     sso: bool
     """Single sign-on is configured (``GET /auth/oidc/start``)."""
+    sso_name: str | None
+    """The provider's name for a sign-in button (``[server.oidc] display_name``)."""
     password_login: bool
 
 
@@ -69,6 +71,7 @@ async def auth_settings(wb: WorkbenchDep, rid: RequestIdDep) -> Envelope[AuthSet
         registration=server.registration_open and _password_login(wb),
         registration_mode=server.registration_mode,
         sso=wb.oidc is not None,
+        sso_name=server.oidc.display_name if server.oidc is not None else None,
         password_login=_password_login(wb),
     )
     return Envelope(data=data, request_id=rid)

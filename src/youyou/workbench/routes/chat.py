@@ -350,7 +350,7 @@ async def decide_approval(
 
 
 def _approval_body(raw: bytes) -> ApprovalBody:
-    """422 for a body that is not a decision (the one route whose contract asks for it)."""
+    """422 for a body that is not a decision (this route's contract asks for it)."""
     try:
         return ApprovalBody.model_validate_json(raw)
     except ValidationError as err:

@@ -1,8 +1,9 @@
 // @ts-check
 // The administration page, for administrators only: accounts (add, role, disable, new
-// password, delete), one-time invite links, and groups with their members. Its words live
-// here, in both languages, so the page is one module.
+// password, delete), every account's usage (admin_usage.js), one-time invite links, and
+// groups with their members. Its words live here, in both languages.
 
+import { UsageTable } from "./admin_usage.js";
 import { api } from "./api.js";
 import { confirmAction, formatTime, h, modal, notify } from "./dom.js";
 import { language } from "./i18n.js";
@@ -61,6 +62,7 @@ export class AdminView {
     this.userList = h("ul", { class: "cards", "aria-label": ta("users") });
     this.groupList = h("ul", { class: "cards", "aria-label": ta("groups") });
     this.invite = h("div", { role: "status" });
+    this.usage = new UsageTable();
     const username = h("input", { type: "text", required: true, maxlength: 64, "aria-label": ta("username"), placeholder: ta("username") });
     const password = h("input", { type: "password", required: true, minlength: 8, autocomplete: "new-password", "aria-label": ta("password"), placeholder: ta("password") });
     const admin = h("input", { type: "checkbox" });
@@ -89,6 +91,7 @@ export class AdminView {
         ),
         this.userList,
       ),
+      this.usage.el,
       h(
         "section",
         { "aria-labelledby": "admin-invites" },
@@ -123,6 +126,7 @@ export class AdminView {
   mount(container) {
     container.replaceChildren(this.el);
     this.load();
+    this.usage.load();
   }
 
   unmount() {}

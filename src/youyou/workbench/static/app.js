@@ -1,10 +1,11 @@
 // @ts-check
-// Start-up and navigation: sign-in when there is no valid token, else the top bar and one of
-// the pages — #/chat[/<session id>], #/config, #/memories, #/admin (administrators).
+// Start-up and navigation: the end of a single sign-on when the provider has just sent the
+// browser back, sign-in when there is no valid token, else the top bar and one of the
+// pages — #/chat[/<session id>], #/config, #/memories, #/admin (administrators).
 
 import { AdminView, ta } from "./admin.js";
 import { api, auth, onUnauthorized, saveAuth } from "./api.js";
-import { signIn } from "./auth.js";
+import { finishSignOn, signIn } from "./auth.js";
 import { ChatView } from "./chat.js";
 import { ConfigView } from "./config.js";
 import { connection, onConnection } from "./connection.js";
@@ -144,6 +145,7 @@ async function start() {
     failed(error);
     return;
   }
+  if (await finishSignOn(root, enter)) return;
   if (!auth()) {
     signIn(root, enter);
     return;

@@ -4,6 +4,11 @@
 // refusal is shown under the form and tied to the field it is about (aria-invalid,
 // aria-describedby); a rate limit says how long to wait (Retry-After) and holds the button
 // until then. The password rule comes from the server's settings.
+//
+// With single sign-on configured, "Sign in with <provider>" sends the browser to the
+// provider, which sends it back to this page (the server's redirect_uri) with ?code=&state=;
+// finishSignOn posts them to the server and stores the token like a password sign-in. When the
+// server turns password sign-in off, the form keeps only that button.
 
 import { ApiError, api, saveAuth } from "./api.js";
 import { h } from "./dom.js";
@@ -28,13 +33,59 @@ function fieldsOf(failure) {
   }
 }
 
-/** @param {HTMLElement} container @param {(user: any) => void} onSignedIn */
-export async function signIn(container, onSignedIn) {
+/** The provider's answer in the address after a single sign-on (?code=…&state=…, or ?error=…
+ * when it refused), taken out of the address so that a reload never posts it again.
+ * @returns {{code: string, state: string} | {error: string} | null} */
+function providerAnswer() {
+  const query = new URLSearchParams(location.search);
+  const [code, state, error] = ["code", "state", "error"].map((name) => query.get(name));
+  if (!(code && state) && !error) return null;
+  history.replaceState(null, "", location.pathname + location.hash);
+  return code && state ? { code, state } : { error: query.get("error_description") || error };
+}
+
+/** When the provider has just sent the browser back here: exchange its code for a token and
+ * sign in, or show the sign-in screen saying why not (refused, used or expired).
+ * @param {HTMLElement} container @param {(user: any) => void} onSignedIn
+ * @returns {Promise<boolean>} whether the address held the provider's answer */
+export async function finishSignOn(container, onSignedIn) {
+  const answer = providerAnswer();
+  if (!answer) return false;
+  if ("error" in answer) {
+    await signIn(container, onSignedIn, t("ssoRefused", { reason: answer.error }));
+    return true;
+  }
+  try {
+    const login = await api("POST", "/auth/oidc/callback", answer);
+    saveAuth({ token: login.accessToken, user: login.user });
+    onSignedIn(login.user);
+  } catch (failure) {
+    await signIn(container, onSignedIn, failure instanceof Error ? failure.message : String(failure));
+  }
+  return true;
+}
+
+/** Sends the browser to the provider's sign-in page.
+ * @param {(message: string) => void} refuse */
+async function startSignOn(refuse) {
+  try {
+    const { authorizationUrl } = await api("GET", "/auth/oidc/start");
+    location.assign(authorizationUrl);
+  } catch (failure) {
+    refuse(failure instanceof Error ? failure.message : String(failure));
+  }
+}
+
+/** @param {HTMLElement} container @param {(user: any) => void} onSignedIn
+ * @param {string} [notice] why the last sign-in failed, shown under the form */
+export async function signIn(container, onSignedIn, notice = "") {
   const invite = /^#invite=([\w-]+)$/.exec(location.hash)?.[1] || null;
   let registration = false;
+  /** @type {{registration?: boolean, registrationMode?: string, sso?: boolean, ssoName?: string | null, passwordLogin?: boolean}} */
+  let server = {};
   try {
-    const settings = await api("GET", "/auth/settings");
-    registration = settings.registration || (settings.registrationMode === "invite" && invite !== null);
+    server = await api("GET", "/auth/settings");
+    registration = server.registration || (server.registrationMode === "invite" && invite !== null);
   } catch {
     // an older or locked-down server: sign in only
   }
@@ -62,6 +113,13 @@ export async function signIn(container, onSignedIn) {
   };
   const submit = h("button", { type: "submit", class: "primary wide" });
   const toggle = h("button", { type: "button", class: "link", hidden: !registration });
+  const sso = h("button", {
+    type: "button",
+    class: server.passwordLogin === false ? "primary wide" : "wide",
+    hidden: !server.sso,
+    onclick: () => startSignOn((message) => refuse(message, [])),
+  }, t("signInWith", { name: server.ssoName || t("sso") }));
+  const withPassword = server.passwordLogin !== false;
 
   const show = () => {
     heading.textContent = registering ? t("register") : t("signIn");
@@ -109,16 +167,16 @@ export async function signIn(container, onSignedIn) {
     h("h1", { class: "brand" }, "YouYou"),
     h("p", { class: "muted" }, t("tagline")),
     heading,
-    h("label", {}, t("username"), username),
-    h("label", {}, t("password"), password),
-    hint,
+    withPassword ? [h("label", {}, t("username"), username), h("label", {}, t("password"), password), hint] : null,
     error,
-    submit,
-    toggle,
+    withPassword ? submit : null,
+    sso,
+    withPassword ? toggle : null,
     h("div", { class: "auth-foot" }, languagePicker()),
   );
   heading.id = "auth-heading";
   show();
+  if (notice) refuse(notice, []);
   container.replaceChildren(h("main", { class: "auth" }, form));
-  username.focus();
+  (withPassword ? username : sso).focus();
 }

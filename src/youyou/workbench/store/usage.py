@@ -1,7 +1,8 @@
 """Token usage and cost per completed turn, and their sums per session and per user.
 
 One row per turn, written once when the turn completes (never updated), so two processes
-never contend for a counter; the sums are aggregates over the rows of one owner or session.
+never contend for a counter; the sums are aggregates over the rows of one owner or session,
+or of every account at once for administrators (one GROUP BY query).
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 
 from youyou.workbench.store.base import StoreBase, now
-from youyou.workbench.store.tables import turn_usage
+from youyou.workbench.store.tables import turn_usage, users
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +42,15 @@ class UsageTotals:
     """The cost of the priced turns among them; None when none was priced."""
 
 
+@dataclass(frozen=True, slots=True)
+class AccountUsage:
+    user_id: str
+    username: str
+    usage: UsageTotals
+
+
 _TOTALS = (
-    func.count(),
+    func.count(turn_usage.c.id),  # not count(*): an account without turns joins one empty row
     func.coalesce(func.sum(turn_usage.c.input_tokens), 0),
     func.coalesce(func.sum(turn_usage.c.output_tokens), 0),
     func.sum(turn_usage.c.cost),
@@ -95,3 +104,25 @@ class UsageQueries(StoreBase):
         models = [_totals(row[0], row[1:]) for row in rows]
         models.sort(key=lambda t: (-(t.input_tokens + t.output_tokens), t.model_id or ""))
         return total, models
+
+    async def usage_by_account(
+        self, since: datetime | None = None, until: datetime | None = None
+    ) -> list[AccountUsage]:
+        """Every account's usage of turns completed in ``[since, until)`` (either bound
+        open when None), most tokens first; accounts without such turns have zeros. One
+        query: the accounts left-joined to their turns in the window, grouped by account."""
+        window = [turn_usage.c.owner_id == users.c.id]
+        if since is not None:
+            window.append(turn_usage.c.created_at >= since)
+        if until is not None:
+            window.append(turn_usage.c.created_at < until)
+        tokens_in, tokens_out = _TOTALS[1], _TOTALS[2]
+        query = (
+            select(users.c.id, users.c.username, *_TOTALS)
+            .select_from(users.outerjoin(turn_usage, and_(*window)))
+            .group_by(users.c.id, users.c.username, users.c.username_folded)
+            .order_by((tokens_in + tokens_out).desc(), users.c.username_folded)
+        )
+        async with self._transaction("summing usage per account") as conn:
+            rows = (await conn.execute(query)).all()
+        return [AccountUsage(row[0], row[1], _totals(None, row[2:])) for row in rows]
