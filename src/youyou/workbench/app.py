@@ -4,6 +4,7 @@ one error envelope for every failure."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from youyou import __version__
 from youyou.adapters.settings import Settings
-from youyou.bootstrap import build_agent_from_settings
+from youyou.bootstrap import Writer, build_agent_from_settings
 from youyou.domain.errors import AgentError
 from youyou.ports.tracer import Tracer
 from youyou.workbench.access import (
@@ -28,7 +29,7 @@ from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
-from youyou.workbench.hub import SessionHub
+from youyou.workbench.hub import LEASE_POLL_S, SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.oidc import OidcLogin
@@ -104,7 +105,16 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
         access = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(settings, knowledge=True, tracer=tracer)
+        # The tag tells apart two lives of one pid (a restart that got the same number).
+        writer = Writer(
+            "youyou serve",
+            tag=uuid.uuid4().hex[:8],
+            renew_every_s=LEASE_POLL_S,
+            ttl_s=settings.server.lease_ttl_s,
+        )
+        built = await build_agent_from_settings(
+            settings, knowledge=True, tracer=tracer, writer=writer
+        )
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:

@@ -2,13 +2,14 @@
 
 Sessions are opened on demand and closed when idle (``open_sessions.py``). Whatever writes
 to a session's ledger — a turn, a compaction, a memory-mode switch, clearing or deleting —
-first takes the session's lease in the database, so two processes never write one ledger: a
-second writer gets ``TURN_BUSY``. A cached session whose ledger moved on (another process
-wrote) is reopened before its next turn. A cancel reaches a turn on another process through
-the lease's cancel flag, a tool-approval decision through ``wb_tool_approvals``
-(``approvals.py``). A turn whose process died while a call waited for a decision is taken
-over by the process that gets the decision (or, once every call is decided or expired, by the
-first process that looks: ``RESUME_POLL_S``), and goes on where it stopped.
+holds the session's lease, taken by the kernel (the agent is built with this process's
+session leases), so two processes never write one ledger: a second writer gets
+``TURN_BUSY``. A cached session whose ledger moved on (another process wrote) reloads itself
+before it writes. A cancel reaches a turn on another process through the lease's cancel flag,
+a tool-approval decision through ``wb_tool_approvals`` (``approvals.py``). A turn whose
+process died while a call waited for a decision is taken over by the process that gets the
+decision (or, once every call is decided or expired, by the first process that looks:
+``RESUME_POLL_S``), and goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -30,8 +30,6 @@ from youyou.adapters.settings import (
     ServerSettings,
     memory_mode_name,
 )
-from youyou.adapters.storage import LeaseState
-from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.running_turn import RunningTurn
@@ -67,12 +65,11 @@ from youyou.workbench.errors import (
     Language,
     Localized,
     agent_call,
-    busy_elsewhere,
     check_user_limit,
 )
 from youyou.workbench.message_index import TurnRecorder
 from youyou.workbench.metrics import Metrics
-from youyou.workbench.open_sessions import LeaseTaker, OpenSessions
+from youyou.workbench.open_sessions import OpenSessions
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.relay import RelayedTurn, copy_frames
 from youyou.workbench.schemas import ApprovalOut, PendingApprovalOut
@@ -84,7 +81,8 @@ from youyou.workbench.user_streams import UserStreams
 
 logger = logging.getLogger(__name__)
 
-# How often a running turn renews its lease and looks for a cancel asked on another process.
+# How often the leases of running turns are renewed, which is when a cancel asked on another
+# process is seen, and how often the requests to copy their frames for another process are read.
 LEASE_POLL_S = 0.5
 # How often a process looks for turns left waiting by a process that died, to go on with them.
 RESUME_POLL_S = 5.0
@@ -92,7 +90,6 @@ RESUME_POLL_S = 5.0
 
 @dataclass(slots=True)
 class _Running:
-    ledger_id: str
     owner_id: str
     stream: TurnStream
     turn: RunningTurn
@@ -128,14 +125,9 @@ class SessionHub:
         self._store = store
         self._default_mode = default_mode
         self._metrics = metrics
-        # The tag tells apart two lives of one pid (a restart that got the same number).
-        holder = local_holder("youyou serve", uuid.uuid4().hex[:8])
-        self._lease = LeaseTaker(storage.leases(), holder, settings.lease_ttl_s)
         self.recorder = TurnRecorder(store, storage)
         self._sessions = OpenSessions(
             agent,
-            storage,
-            self._lease,
             idle_s=settings.session_idle_s,
             close_timeout_s=close_timeout_s,
             user_open_sessions=settings.user_open_sessions,
@@ -148,7 +140,7 @@ class SessionHub:
         self._copying: set[asyncio.Task[None]] = set()  # frames copied for other processes
         self._approvals = ApprovalDesk(store, metrics)
         self._decided = asyncio.Event()  # a decision was claimed for a turn of this process
-        self._parking: list[asyncio.Task[None]] = []  # closing sessions whose call waits
+        self._parking: list[asyncio.Task[bool]] = []  # closing sessions whose call waits
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -156,7 +148,7 @@ class SessionHub:
         loop = asyncio.get_running_loop()
         self._background = [
             loop.create_task(self._sessions.reap_idle()),
-            loop.create_task(self._keep_leases()),
+            loop.create_task(self._serve_followers()),
             loop.create_task(self._apply_decisions()),
             loop.create_task(self._resume_stopped_turns()),
             loop.create_task(self.recorder.index_backlog()),
@@ -194,7 +186,9 @@ class SessionHub:
     @property
     def holder(self) -> str:
         """This process as the holder of session leases."""
-        return self._lease.holder
+        holder = self._agent.writer
+        assert holder is not None  # the workbench's agent always has session leases
+        return holder
 
     @property
     def open_sessions(self) -> int:
@@ -258,35 +252,20 @@ class SessionHub:
         ``search_knowledge`` reads."""
         self._require_accepting()
         self._check_running_turns(chat.owner_id)
-        ledger_id = chat.ledger_session_id
-        await self._sessions.claim(ledger_id)
-        try:
-            await self._acquire_lease(ledger_id)
-            try:
-                handle = await self._sessions.handle(ledger_id, chat.owner_id)
-                if handle.pending_approvals() or handle.can_continue_turn:
-                    # a turn stopped by a process that died waits for a decision or goes on
-                    raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
-                options = await self._options(chat.owner_id, handle, language)
-                turn = await agent_call(
-                    handle.send_message(blocks, options=options), handle.model.model_id
-                )
-            except BaseException:
-                await self._lease.release(ledger_id)
-                raise
-        except BaseException:
-            self._sessions.unclaim(ledger_id)
-            raise
+        handle = await self._sessions.handle(chat.ledger_session_id, chat.owner_id)
+        if handle.pending_approvals() or handle.can_continue_turn:
+            # a turn stopped by a process that died waits for a decision or goes on
+            raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
+        options = await self._options(chat.owner_id, handle, language)
+        turn = await agent_call(handle.send_message(blocks, options=options), handle.model.model_id)
         return self._launch(chat, handle, turn, language)
 
     def _launch(
         self, chat: ChatSessionRecord, handle: SessionHandle, turn: RunningTurn, language: Language
     ) -> TurnStream:
-        """Stream a turn that holds the session's claim and lease."""
+        """Stream a turn (it holds the session's lease until it ends)."""
         stream = TurnStream(chat.id, turn.turn_id)
-        running = _Running(
-            chat.ledger_session_id, chat.owner_id, stream, turn, handle, TurnApprovals()
-        )
+        running = _Running(chat.owner_id, stream, turn, handle, TurnApprovals())
         running.approvals.waiting.update(p.call_id for p in handle.pending_approvals())
         self._turns[chat.id] = running
         running.task = asyncio.get_running_loop().create_task(self._pump(chat, running, language))
@@ -330,7 +309,7 @@ class SessionHub:
 
     def relayed(self, chat: ChatSessionRecord) -> RelayedTurn | None:
         """The turn another process runs, followed through the frames that process copies
-        once asked (at its next lease renewal); None where no other process can run one."""
+        once asked (within ``LEASE_POLL_S``); None where no other process can run one."""
         if not self._store.is_postgresql:
             return None
 
@@ -341,7 +320,7 @@ class SessionHub:
 
     async def running_elsewhere(self, chat: ChatSessionRecord) -> str | None:
         """The other process running the session's turn; not one that has ended."""
-        return await self._lease.held_elsewhere(chat.ledger_session_id)
+        return await self._agent.writer_elsewhere(chat.ledger_session_id)
 
     # -- tool approvals -------------------------------------------------------------------------
 
@@ -382,33 +361,23 @@ class SessionHub:
         """Go on with a turn whose process stopped while calls waited for a decision: the
         decisions claimed since go to the ledger, and once every call is decided (or has
         expired) the turn continues here. Nothing when another process or task has it."""
-        ledger_id = chat.ledger_session_id
+        if chat.id in self._turns:
+            return  # it runs here: the decision reaches it
+        handle = await self._sessions.handle(chat.ledger_session_id, chat.owner_id)
+        await self._approvals.record_claims(chat.id, handle)
+        if not handle.can_continue_turn:
+            if not handle.pending_approvals():
+                await self._store.settle_approvals(chat.id)  # nothing left to go on
+            return
+        options = await self._options(chat.owner_id, handle, language)
         try:
-            await self._sessions.claim(ledger_id)
-        except ApiError:
-            return  # busy here: whatever holds it ends the wait
-        launched = False
-        try:
-            if await self._lease.take(ledger_id) is not None:
-                return
-            try:
-                handle = await self._sessions.handle(ledger_id, chat.owner_id)
-                await self._approvals.record_claims(chat.id, handle)
-                if not handle.can_continue_turn:
-                    if not handle.pending_approvals():
-                        await self._store.settle_approvals(chat.id)  # nothing left to go on
-                    return
-                options = await self._options(chat.owner_id, handle, language)
-                turn = await agent_call(handle.continue_turn(options=options))
-                logger.info("session %s: going on with its stopped turn", chat.id)
-                self._launch(chat, handle, turn, language)
-                launched = True
-            finally:
-                if not launched:
-                    await self._lease.release(ledger_id)
-        finally:
-            if not launched:
-                self._sessions.unclaim(ledger_id)
+            turn = await agent_call(handle.continue_turn(options=options))
+        except ApiError as error:
+            if error.code is ApiCode.TURN_BUSY:
+                return  # another task or process has it: whatever holds it ends the wait
+            raise
+        logger.info("session %s: going on with its stopped turn", chat.id)
+        self._launch(chat, handle, turn, language)
 
     async def _resume_stopped_turns(self) -> None:
         """At start and every ``RESUME_POLL_S``: the turns left waiting by a process that died
@@ -434,21 +403,21 @@ class SessionHub:
         if running is not None:
             running.turn.cancel()
             return
-        await self._lease.request_cancel(chat.ledger_session_id)
+        await self._agent.request_cancel(chat.ledger_session_id)
 
     async def compact(self, chat: ChatSessionRecord) -> ChatSessionRecord:
-        async with self._writing(chat) as handle:
-            before = handle.latest_compaction
-            usage = await agent_call(handle.compact(), handle.model.model_id)
-            return await self._after_compaction(chat, handle, before, usage)
+        handle = await self._handle(chat)
+        before = handle.latest_compaction
+        usage = await agent_call(handle.compact(), handle.model.model_id)
+        return await self._after_compaction(chat, handle, before, usage)
 
     async def set_mode(self, chat: ChatSessionRecord, mode_name: str) -> ChatSessionRecord:
-        async with self._writing(chat) as handle:
-            before = handle.latest_compaction
-            usage = await agent_call(
-                handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]), handle.model.model_id
-            )
-            return await self._after_compaction(chat, handle, before, usage)
+        handle = await self._handle(chat)
+        before = handle.latest_compaction
+        usage = await agent_call(
+            handle.set_memory_mode(MEMORY_MODE_NAMES[mode_name]), handle.model.model_id
+        )
+        return await self._after_compaction(chat, handle, before, usage)
 
     async def _after_compaction(
         self,
@@ -465,20 +434,18 @@ class SessionHub:
     async def clear(self, chat: ChatSessionRecord) -> ChatSessionRecord:
         """The ledger is append-only, so clearing starts a new ledger for the same chat. What
         the user clears is not mined for long-term memories first."""
-        async with self._writing(chat) as old:
-            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
-            await self._delete_ledger(chat.ledger_session_id)
-            await self._store.forget_turn_records(chat.id)
-            config = SessionConfig(
-                model_id=old.config.pinned.model_id,
-                memory_namespace=old.config.pinned.memory_namespace,
-            )
-            handle = await self._sessions.opening(lambda: self._agent.new_session(config))
-            if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
-                await handle.set_memory_mode(old.memory_mode)
-            self._sessions.add(handle, chat.owner_id)
-            fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
-            return await self._project(fresh, handle, None, compacted=False)
+        old = await self._delete_ledger(chat)
+        await self._store.forget_turn_records(chat.id)
+        config = SessionConfig(
+            model_id=old.config.pinned.model_id,
+            memory_namespace=old.config.pinned.memory_namespace,
+        )
+        handle = await self._sessions.opening(lambda: self._agent.new_session(config))
+        if old.memory_mode is not MemoryMode.EVERY_N_TURNS:
+            await handle.set_memory_mode(old.memory_mode)
+        self._sessions.add(handle, chat.owner_id)
+        fresh = replace(chat, ledger_session_id=handle.session_id, last_compacted_at=None)
+        return await self._project(fresh, handle, None, compacted=False)
 
     async def let_go_of(self, owner_id: str) -> None:
         """For an account being disabled or deleted: its running turns here are cancelled
@@ -492,11 +459,9 @@ class SessionHub:
     async def delete(self, chat: ChatSessionRecord) -> None:
         """A deleted session is not mined for long-term memories, and the memories already
         extracted from it go with it."""
-        async with self._writing(chat):
-            await self._sessions.close(chat.ledger_session_id, extract_memories=False)
-            await self._forget_memories_of(chat)
-            await self._delete_ledger(chat.ledger_session_id)
-            await self._store.delete_chat_session(chat.id)
+        await self._delete_ledger(chat)
+        await self._forget_memories_of(chat)
+        await self._store.delete_chat_session(chat.id)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -504,25 +469,10 @@ class SessionHub:
         if not self._accepting:
             raise ApiError(ApiCode.SERVER_SHUTTING_DOWN)
 
-    async def _acquire_lease(self, ledger_id: str) -> None:
-        holder = await self._lease.take(ledger_id)
-        if holder is not None:
-            raise busy_elsewhere(ledger_id, holder)
-
-    @asynccontextmanager
-    async def _writing(self, chat: ChatSessionRecord) -> AsyncIterator[SessionHandle]:
-        """Exclusive use of a session's ledger for one request."""
+    async def _handle(self, chat: ChatSessionRecord) -> SessionHandle:
+        """The session for a request that writes it (the kernel takes its lease)."""
         self._require_accepting()
-        ledger_id = chat.ledger_session_id
-        await self._sessions.claim(ledger_id)
-        try:
-            await self._acquire_lease(ledger_id)
-            try:
-                yield await self._sessions.handle(ledger_id, chat.owner_id)
-            finally:
-                await self._lease.release(ledger_id)
-        finally:
-            self._sessions.unclaim(ledger_id)
+        return await self._sessions.handle(chat.ledger_session_id, chat.owner_id)
 
     async def _forget_memories_of(self, chat: ChatSessionRecord) -> None:
         memories = self._memories
@@ -533,10 +483,13 @@ class SessionHub:
             if memory.source_session_id == chat.ledger_session_id:
                 await agent_call(memories.delete(namespace, memory.id))
 
-    async def _delete_ledger(self, ledger_id: str) -> None:
-        catalog = self._agent.session_catalog()
-        assert catalog is not None  # the workbench always registers a session storage
-        await agent_call(catalog.delete(ledger_id))
+    async def _delete_ledger(self, chat: ChatSessionRecord) -> SessionHandle:
+        """The session's ledger deleted (by its writer: TURN_BUSY while busy), its handle
+        closed without extracting memories."""
+        handle = await self._handle(chat)
+        await agent_call(handle.delete())
+        self._sessions.forget(chat.ledger_session_id)
+        return handle
 
     async def _pump(self, chat: ChatSessionRecord, running: _Running, language: Language) -> None:
         handle, turn, stream = running.handle, running.turn, running.stream
@@ -599,9 +552,6 @@ class SessionHub:
             if not running.parked:
                 await self._approvals.turn_ended(chat.id, running.approvals)
             self._metrics.active_streams.dec()
-            with suppress(Exception):
-                await self._lease.release(chat.ledger_session_id)
-            self._sessions.unclaim(chat.ledger_session_id)
             self._sessions.touch(chat.ledger_session_id)
             for frame in held:
                 stream.publish(frame)
@@ -619,27 +569,15 @@ class SessionHub:
         except AgentError:
             logger.warning("indexing an approval of %s failed", chat.id, exc_info=True)
 
-    async def _keep_leases(self) -> None:
-        """One renewal for all the leases of this process, however many turns run; a turn
-        whose lease was lost or whose cancel was asked on another process is cancelled."""
+    async def _serve_followers(self) -> None:
+        """With several processes (PostgreSQL): every ``LEASE_POLL_S`` while turns run here,
+        the turns a client asked to follow through another process start copying frames."""
+        if not self._store.is_postgresql:
+            return
         while True:
             await asyncio.sleep(LEASE_POLL_S)
-            if not self._sessions.any_claimed:
-                continue
-            # Only turns that held their lease before the renewal began can be judged by it.
-            running = list(self._turns.values())
-            try:
-                states = await self._lease.renew_all()
-            except AgentError:
-                logger.warning("renewing the leases of this process failed", exc_info=True)
-                continue
-            for turn in running:
-                state = states.get(turn.ledger_id, LeaseState.LOST)
-                if state is not LeaseState.HELD:
-                    logger.info("turn %s: lease %s; cancelling", turn.turn.turn_id, state)
-                    turn.turn.cancel()
-            if self._store.is_postgresql:
-                await self._copy_followed(running)
+            if self._turns:
+                await self._copy_followed(list(self._turns.values()))
 
     async def _copy_followed(self, running: list[_Running]) -> None:
         """Copy the frames of the turns a client follows through another process (from their
