@@ -29,7 +29,7 @@ from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
 from youyou.workbench.auth import Authenticator, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
-from youyou.workbench.hub import LEASE_POLL_S, SessionHub
+from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.oidc import OidcLogin
@@ -47,6 +47,7 @@ from youyou.workbench.routes import (
     usage,
 )
 from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.turn_runner import LEASE_POLL_S
 from youyou.workbench.validation import field_problems
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -122,15 +123,15 @@ def create_app(
             raise
         server = settings.server
         hub = SessionHub(
-            built.agent,
-            built.session_storage,
-            store,
-            server,
-            settings.compaction.mode,
-            metrics,
-            built.mcp,
-            settings.memory.close_timeout_s,
-            built.knowledge,
+            agent=built.agent,
+            storage=built.session_storage,
+            store=store,
+            settings=server,
+            default_mode=settings.compaction.mode,
+            metrics=metrics,
+            mcp=built.mcp,
+            close_timeout_s=settings.memory.close_timeout_s,
+            knowledge=built.knowledge,
             memories=built.memory_storage,
             access=access,
             prices=settings.model_prices(),
