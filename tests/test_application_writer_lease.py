@@ -13,7 +13,7 @@ import pytest
 
 from kernel_kit import RecordingTool, build_agent, text
 from waiting import eventually
-from youyou import Agent, AgentBuilder, ScriptedProvider, ScriptedResponse
+from youyou import Agent, AgentBuilder, AgentConfig, ScriptedProvider, ScriptedResponse
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.providers.scripted import ResponseSource
 from youyou.adapters.storage import SqlSessionLeases
@@ -55,6 +55,8 @@ async def process(
     responses: Sequence[ResponseSource] = (),
     memories: InMemoryMemoryStorage | None = None,
     tools: Sequence[RecordingTool] = (),
+    ttl_s: float = TTL_S,
+    renew_every_s: float | None = None,
 ) -> AsyncIterator[Process]:
     """An agent on its own storage; ``holder`` None: without session leases."""
     storage = await SqlSessionStorage.open(db_url)
@@ -64,7 +66,9 @@ async def process(
         if memories is not None:
             builder.register_memory_storage(memories)
         if holder is not None:
-            builder.register_session_leases(storage.leases(), holder=holder, ttl_s=TTL_S)
+            builder.register_session_leases(
+                storage.leases(), holder=holder, ttl_s=ttl_s, renew_every_s=renew_every_s
+            )
         return builder
 
     try:
@@ -151,6 +155,95 @@ async def test_a_cancel_asked_by_another_process_cancels_the_running_turn(db_url
         outcome = await turn.join()
         assert outcome.status is OutcomeStatus.CANCELLED
         assert await other.leases().holder(session.session_id) is None
+
+
+async def test_the_agent_names_the_writer_elsewhere_and_asks_it_to_cancel(db_url: str) -> None:
+    """A server renews often (``renew_every_s``) to see a cancel asked on another process
+    within a fraction of the lease's 30 s: the default would take 10 s."""
+    async with (
+        process(db_url, "process A", [slow(200)], ttl_s=30.0, renew_every_s=0.1) as a,
+        process(db_url, "process B") as b,
+        process(db_url, None) as plain,
+    ):
+        session = await a.agent.new_session()
+        session_id = session.session_id
+        assert (a.agent.writer, plain.agent.writer) == ("process A", None)
+        assert await b.agent.writer_elsewhere(session_id) is None  # nobody writes it
+        turn = await session.send_message("a long answer please")
+        assert await b.agent.writer_elsewhere(session_id) == "process A"
+        assert await a.agent.writer_elsewhere(session_id) is None  # itself
+        assert await plain.agent.writer_elsewhere(session_id) is None
+        assert not await plain.agent.request_cancel(session_id)  # no leases: cannot reach it
+        assert await b.agent.request_cancel(session_id)
+        outcome = await asyncio.wait_for(turn.join(), 3.0)
+        assert outcome.status is OutcomeStatus.CANCELLED
+        assert not await b.agent.request_cancel(session_id)  # nothing runs any more
+
+
+async def test_a_renewal_slower_than_the_time_to_live_is_refused_at_build(db_url: str) -> None:
+    async with process(db_url, None) as plain:
+        for every in (0.0, 30.0):
+            builder = AgentBuilder(AgentConfig(default_model="m1"))
+            with pytest.raises(AgentError) as refused:
+                builder.register_session_leases(
+                    plain.leases(), holder="p", ttl_s=30.0, renew_every_s=every
+                )
+            assert refused.value.code is ErrorCode.INVALID_CONFIG
+
+
+async def test_a_delete_is_the_writers_and_refused_while_anyone_writes(db_url: str) -> None:
+    async with (
+        process(db_url, "process A", [text("first answer"), slow(40)]) as a,
+        process(db_url, "process B") as b,
+    ):
+        mine = await a.agent.new_session()
+        session_id = mine.session_id
+        await (await mine.send_message("first")).join()
+        theirs = await b.agent.resume_session(session_id)
+        running = await mine.send_message("more")
+        with pytest.raises(AgentError) as busy_here:
+            await mine.delete()
+        assert busy_here.value.code is ErrorCode.TURN_BUSY
+        with pytest.raises(AgentError) as busy_elsewhere:
+            await theirs.delete()
+        assert busy_elsewhere.value.code is ErrorCode.SESSION_BUSY
+        assert not theirs.is_closed
+        assert await b.user_texts(session_id) == ["first", "more"]
+        assert (await running.join()).status is OutcomeStatus.COMPLETED
+        await theirs.delete()  # its copy is out of date: deleting reads none of it
+        assert theirs.is_closed
+        assert await b.leases().holder(session_id) is None
+        with pytest.raises(AgentError) as gone:
+            await b.agent.resume_session(session_id)
+        assert gone.value.code is ErrorCode.SESSION_NOT_FOUND
+
+
+async def test_a_close_unless_busy_keeps_a_session_busy_here_or_elsewhere(db_url: str) -> None:
+    """An idle sweep's close: while a turn runs (here) or another process holds the lease,
+    nothing happens; a copy another process moved on from closes without extracting (that
+    process extracts what it wrote); the writer's fresh copy extracts."""
+    extraction = {"mutations": [{"op": "create", "content": "db-1 runs pg", "reason": "said"}]}
+    memories = InMemoryMemoryStorage()
+    async with (
+        process(db_url, "process A", [slow(40)]) as a,
+        process(db_url, "process B", [text(json.dumps(extraction))], memories) as b,
+    ):
+        session = await a.agent.new_session()
+        session_id = session.session_id
+        stale = await b.agent.resume_session(session_id)
+        running = await session.send_message("db-1 runs pg")
+        assert not await session.close(unless_busy=True)
+        assert not await stale.close(unless_busy=True)
+        assert not session.is_closed and not stale.is_closed
+        assert await b.leases().holder(session_id) == "process A"  # B took nothing
+        assert (await running.join()).status is OutcomeStatus.COMPLETED
+        assert await stale.close(unless_busy=True)
+        assert stale.is_closed and not b.provider.requests
+        fresh = await b.agent.resume_session(session_id)
+        assert await fresh.close(unless_busy=True)
+        namespace = fresh.config.pinned.memory_namespace
+        assert [m.content for m in await memories.list_all(namespace)] == ["db-1 runs pg"]
+        assert await b.leases().holder(session_id) is None
 
 
 async def test_a_lost_lease_stops_the_writer_and_writes_nothing_more(db_url: str) -> None:

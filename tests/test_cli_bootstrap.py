@@ -13,7 +13,7 @@ from youyou.adapters.memory import PostgresMemoryStorage, SqliteMemoryStorage
 from youyou.adapters.storage.lease_holder import local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import session_leases
-from youyou.bootstrap import agent_config_from, build_agent_from_settings
+from youyou.bootstrap import Writer, agent_config_from, build_agent_from_settings
 from youyou.config import PRODUCT_MAX_ACTIVE_SESSIONS, parse_settings
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.errors import AgentError, ErrorCode
@@ -46,7 +46,7 @@ async def test_builds_a_working_agent_whose_sessions_are_stored(db_url: str) -> 
 
 async def test_a_writer_holds_the_session_lease_for_database_lease_ttl_s(db_url: str) -> None:
     settings = _settings(db_url, database={"url": db_url, "lease_ttl_s": 7})
-    app = await build_agent_from_settings(settings, writer="youyou chat")
+    app = await build_agent_from_settings(settings, writer=Writer("youyou chat"))
     try:
         session = await app.agent.new_session()
         turn = await session.send_message("hello")  # returns with the lease taken

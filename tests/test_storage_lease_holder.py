@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended, local_holder
+from youyou.adapters.storage.lease_holder import holder_has_ended, local_holder
 from youyou.adapters.storage.sql import SqlSessionStorage
 
 TTL = 600.0  # long enough that nothing in these tests expires
@@ -61,8 +61,9 @@ async def test_the_lease_of_an_ended_holder_is_taken_over_at_once(
     leases = storage.leases()
     gone = holder_of(ended_pid())
     assert await leases.acquire("s", gone, TTL) is None
+    assert await leases.holder("s") is None, "an ended process writes nothing"
     me = local_holder("youyou chat")
-    assert await acquire_lease(leases, "s", me, TTL) is None
+    assert await leases.acquire("s", me, TTL) is None
     assert await leases.holder("s") == me
 
 
@@ -73,8 +74,8 @@ async def test_a_live_or_remote_holder_keeps_its_lease(storage: SqlSessionStorag
     assert await leases.acquire("live", live, TTL) is None
     assert await leases.acquire("remote", remote, TTL) is None
     me = local_holder("youyou chat")
-    assert await acquire_lease(leases, "live", me, TTL) == live
-    assert await acquire_lease(leases, "remote", me, TTL) == remote
+    assert await leases.acquire("live", me, TTL) == live
+    assert await leases.acquire("remote", me, TTL) == remote
     assert (await leases.holder("live"), await leases.holder("remote")) == (live, remote)
 
 
@@ -85,7 +86,7 @@ async def test_two_processes_taking_over_one_lease_get_one_writer(
     assert await leases.acquire("s", holder_of(ended_pid()), TTL) is None
     first, second = local_holder("youyou serve", "first"), local_holder("youyou serve", "second")
     answers = await asyncio.gather(
-        acquire_lease(leases, "s", first, TTL), acquire_lease(leases, "s", second, TTL)
+        leases.acquire("s", first, TTL), leases.acquire("s", second, TTL)
     )
     winner = await leases.holder("s")
     assert winner in (first, second)

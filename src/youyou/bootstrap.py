@@ -42,6 +42,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """A program that writes sessions under their leases: ``program`` names it in another
+    process's "in use by" error (``youyou chat``); ``tag`` tells two lives of one pid apart;
+    ``renew_every_s`` (default a third of the time to live) is also how soon it sees a
+    cancel asked by another process; ``ttl_s`` defaults to ``[database] lease_ttl_s``."""
+
+    program: str
+    tag: str | None = None
+    renew_every_s: float | None = None
+    ttl_s: float | None = None
+
+
 @dataclass(slots=True)
 class BuiltApp:
     """The agent plus what must be closed after ``agent.shutdown()``."""
@@ -107,7 +120,7 @@ async def build_agent_from_settings(
     environ: Mapping[str, str] | None = None,
     max_active_sessions: int | None = None,
     knowledge: bool = False,
-    writer: str | None = None,
+    writer: Writer | None = None,
     tracer: Tracer | None = None,
 ) -> BuiltApp:
     """Open the storages on ``settings.database.url`` (migrated) and build the agent.
@@ -115,9 +128,8 @@ async def build_agent_from_settings(
     The knowledge base is opened when ``[[knowledge]]`` sources are configured, or always
     with ``knowledge=True`` (the workbench, whose users upload documents).
 
-    ``writer`` (the program's name, ``youyou chat``) registers the session leases of the
-    database: every write of a session then holds its lease, so that one process at a time
-    writes it (``[database] lease_ttl_s``).
+    ``writer`` registers the session leases of the database: every write of a session then
+    holds its lease, so that one process at a time writes it.
 
     ``tracer`` receives the kernel's spans; without one, ``[telemetry] enabled`` opens the
     OpenTelemetry exporter (``youyou.adapters.telemetry``, imported only then).
@@ -160,8 +172,9 @@ async def build_agent_from_settings(
         if writer is not None:
             builder.register_session_leases(
                 session_storage.leases(),
-                holder=local_holder(writer),
-                ttl_s=settings.database.lease_ttl_s,
+                holder=local_holder(writer.program, writer.tag),
+                ttl_s=writer.ttl_s or settings.database.lease_ttl_s,
+                renew_every_s=writer.renew_every_s,
             )
         if memory_storage is not None:
             builder.register_memory_storage(memory_storage)

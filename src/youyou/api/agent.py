@@ -47,6 +47,25 @@ class Agent:
         """Only with a registered session storage."""
         return self._catalog
 
+    async def request_cancel(self, session_id: str) -> bool:
+        """Cancel what runs in the session in whichever process writes it (this one or
+        another), at that process's next lease renewal; False when no process holds the
+        session's lease, and always without session leases (cancel through the handle)."""
+        writers = self._kernel.writers
+        return await writers.request_cancel(session_id) if writers is not None else False
+
+    async def writer_elsewhere(self, session_id: str) -> str | None:
+        """The other process writing the session now (as its lease names it), or None: the
+        session is free, or this agent writes it, or there are no session leases."""
+        writers = self._kernel.writers
+        return await writers.writer_elsewhere(session_id) if writers is not None else None
+
+    @property
+    def writer(self) -> str | None:
+        """This agent as a session writer (its lease holder), with session leases."""
+        writers = self._kernel.writers
+        return writers.holder if writers is not None else None
+
     def _handle(self, runtime: SessionRuntime) -> SessionHandle:
         return SessionHandle(runtime, self._engine, self._sessions, self._compactor)
 

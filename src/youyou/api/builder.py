@@ -98,15 +98,28 @@ class AgentBuilder:
         return self
 
     def register_session_leases(
-        self, leases: SessionLeases, *, holder: str, ttl_s: float = 30.0
+        self,
+        leases: SessionLeases,
+        *,
+        holder: str,
+        ttl_s: float = 30.0,
+        renew_every_s: float | None = None,
     ) -> AgentBuilder:
         """One writer per session across the processes sharing the session storage: every
         operation that writes a session holds its lease (as ``holder``, the name another
-        process's SESSION_BUSY error shows), renewed every ``ttl_s / 3`` seconds; the lease of
-        a process that stopped renewing expires after ``ttl_s``. Needs a session storage."""
+        process's SESSION_BUSY error shows), renewed every ``renew_every_s`` seconds (default
+        ``ttl_s / 3``); the lease of a process that stopped renewing expires after ``ttl_s``.
+        A renewal is also when a cancel asked by another process is seen: a server whose
+        users cancel from any process renews more often than its time to live needs. Needs a
+        session storage."""
         if ttl_s <= 0:
             raise _build_error(ErrorCode.INVALID_CONFIG, "the lease time to live must be positive")
-        self._writers.append(WriterLeases(leases, holder, ttl_s))
+        every = ttl_s / 3 if renew_every_s is None else renew_every_s
+        if not 0 < every < ttl_s:
+            raise _build_error(
+                ErrorCode.INVALID_CONFIG, "leases must be renewed within their time to live"
+            )
+        self._writers.append(WriterLeases(leases, holder, ttl_s, renew_every_s=every))
         return self
 
     def register_tracer(self, tracer: Tracer) -> AgentBuilder:

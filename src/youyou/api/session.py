@@ -251,13 +251,25 @@ class SessionHandle:
                 await self._compact(cancel)
         return self.usage()
 
-    async def close(self, *, extract_memories: bool = True) -> None:
-        """``extract_memories=False`` closes without writing to the ledger: for a session that
-        another process has appended to since, or holds right now. Closing a closed session
-        does nothing."""
+    async def close(self, *, extract_memories: bool = True, unless_busy: bool = False) -> bool:
+        """``extract_memories=False`` closes without writing to the ledger. With session
+        leases, a copy that another process has appended to since, or holds right now, is
+        closed without extracting: that process extracts what it wrote. ``unless_busy``: while
+        a turn or compaction runs here, or another process holds the session's lease, the
+        session stays open and False is returned (an idle sweep tries again later). Closing a
+        closed session does nothing. True once closed."""
+        if unless_busy:
+            return await self._sessions.close_unless_busy(self._runtime, extract=extract_memories)
         await self._sessions.close(
             self._runtime, SessionTerminationMode.CLOSE, extract=extract_memories
         )
+        return True
+
+    async def delete(self) -> None:
+        """Close without extracting memories and delete the session from the storage, as its
+        writer: TURN_BUSY while a turn or compaction runs, SESSION_BUSY while another process
+        writes the session. Needs a session storage."""
+        await self._sessions.delete(self._runtime)
 
     async def _compact(self, cancel: CancellationToken) -> None:
         runtime = self._runtime

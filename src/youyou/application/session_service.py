@@ -128,18 +128,19 @@ class SessionService:
     # -- one writer per session across processes -----------------------------------------
 
     @asynccontextmanager
-    async def writing(self, runtime: SessionRuntime) -> AsyncIterator[None]:
+    async def writing(self, runtime: SessionRuntime, *, reload: bool = True) -> AsyncIterator[None]:
         """The block writes the session: see ``begin_writing``."""
-        await self.begin_writing(runtime)
+        await self.begin_writing(runtime, reload=reload)
         try:
             yield
         finally:
             await self.end_writing(runtime)
 
-    async def begin_writing(self, runtime: SessionRuntime) -> None:
+    async def begin_writing(self, runtime: SessionRuntime, *, reload: bool = True) -> None:
         """With session leases registered: hold the session's lease until ``end_writing``
         (SESSION_BUSY while another process holds it), and reload a session that another
-        process appended to since this one loaded it. Without them: nothing."""
+        process appended to since this one loaded it (unless ``reload`` is False: a close
+        or a delete, which never write what they loaded). Without them: nothing."""
         writers = self._kernel.writers
         if writers is None:
             return
@@ -149,11 +150,15 @@ class SessionService:
                 operation.cancel()
 
         async def reload_if_moved_on() -> None:
-            head = await self._storage().load_head(runtime.session_id)
-            if head.last_seq != runtime.last_seq:
+            if reload and await self._moved_on(runtime):
                 await self._reload(runtime)
 
         await writers.take(runtime.session_id, stop=stop, on_taken=reload_if_moved_on)
+
+    async def _moved_on(self, runtime: SessionRuntime) -> bool:
+        """Whether another process appended to the session since this copy loaded it."""
+        head = await self._storage().load_head(runtime.session_id)
+        return head.last_seq != runtime.last_seq
 
     async def end_writing(self, runtime: SessionRuntime) -> None:
         if self._kernel.writers is not None:
@@ -389,16 +394,56 @@ class SessionService:
                 ),
             )
 
+    async def close_unless_busy(self, runtime: SessionRuntime, *, extract: bool = True) -> bool:
+        """``close``, unless an operation runs in the session or another process holds its
+        lease: then False, and the session stays open as it was (an idle sweep tries again
+        later, instead of leaving memories unextracted)."""
+        if runtime.operations:
+            return False
+        try:
+            await self.begin_writing(runtime, reload=False)
+        except AgentError as error:
+            if error.code is ErrorCode.SESSION_BUSY:
+                return False
+            raise
+        try:
+            if runtime.operations:  # one started while the lease was being taken
+                return False
+            await self.close(runtime, SessionTerminationMode.CLOSE, extract=extract)
+        finally:
+            await self.end_writing(runtime)
+        return True
+
+    async def delete(self, runtime: SessionRuntime) -> None:
+        """Close without extracting and delete the stored session, as its writer: TURN_BUSY
+        while an operation runs here, SESSION_BUSY while another process writes it."""
+        self.require_usable(runtime)
+        storage = self._storage()
+        if runtime.operations:
+            raise AgentError(
+                ErrorCode.TURN_BUSY,
+                f"session {runtime.session_id} is busy",
+                source=ErrorSource.SESSION_SERVICE,
+            )
+        async with self.writing(runtime, reload=False):
+            await self.close(runtime, SessionTerminationMode.CLOSE, extract=False)
+            try:
+                await storage.delete_session(runtime.session_id)
+            except AgentError:
+                raise
+            except Exception as exc:
+                raise _storage_error(exc) from exc
+
     async def close(
         self, runtime: SessionRuntime, mode: SessionTerminationMode, *, extract: bool = True
     ) -> None:
         """Close: refuse new work, stop what runs, SessionEnd (veto only on plain close),
         extract, release the slot last.
 
-        ``extract=False`` writes nothing: for a copy another process has moved on from, or
-        one this process may not write right now. With session leases registered, the
-        extraction writes under the session's lease and is skipped while another process
-        holds it."""
+        ``extract=False`` writes nothing: for a copy this process may not write right now.
+        With session leases registered, the extraction writes under the session's lease; it
+        is skipped while another process holds the lease, and for a copy another process has
+        appended to since it was loaded: that process extracts what it wrote."""
         async with runtime.close_lock:
             if runtime.turn_state is TurnState.CLOSED:
                 return
@@ -415,7 +460,14 @@ class SessionService:
                 if runtime.background:
                     await asyncio.gather(*runtime.background, return_exceptions=True)
                 if extract and self._kernel.memory.enabled:
-                    async with self.writing(runtime):
+                    async with self.writing(runtime, reload=False):
+                        if self._kernel.writers is not None and await self._moved_on(runtime):
+                            logger.info(
+                                "closing session %s without its memories: another process "
+                                "wrote it since",
+                                runtime.session_id,
+                            )
+                            return
                         await self.extract_memories(runtime)
                         async with runtime.write_lock:  # when the close's window was empty
                             await self._write_pending_checkpoint(runtime)

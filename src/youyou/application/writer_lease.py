@@ -43,12 +43,15 @@ class _Held:
 
 class WriterLeases:
     """The leases one agent holds, as ``holder``, each for ``ttl_s`` seconds past its last
-    renewal (a renewal runs every third of that)."""
+    renewal (a renewal runs every ``renew_every_s``)."""
 
-    def __init__(self, leases: SessionLeases, holder: str, ttl_s: float) -> None:
+    def __init__(
+        self, leases: SessionLeases, holder: str, ttl_s: float, *, renew_every_s: float
+    ) -> None:
         self.holder = holder
         self._leases = leases
         self._ttl_s = ttl_s
+        self._renew_every_s = renew_every_s
         self._held: dict[str, _Held] = {}
         # Taking and giving back a session's lease are serialized; a lock lives while used.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -92,6 +95,16 @@ class WriterLeases:
             if held.writers == 0:
                 await self._release(session_id)
 
+    async def request_cancel(self, session_id: str) -> bool:
+        """Ask the process holding the session's lease (this one or another) to cancel what
+        runs there, at its next renewal; False when nobody holds it."""
+        return await self._leases.request_cancel(session_id)
+
+    async def writer_elsewhere(self, session_id: str) -> str | None:
+        """The other process holding the session's lease now; None when free or ours."""
+        holder = await self._leases.holder(session_id)
+        return None if holder == self.holder else holder
+
     def check_writable(self, session_id: str) -> None:
         """SESSION_BUSY once the session's lease was lost: its ledger may be another's now."""
         held = self._held.get(session_id)
@@ -119,7 +132,7 @@ class WriterLeases:
 
     async def _renew(self) -> None:
         while self._held:
-            await asyncio.sleep(self._ttl_s / 3)
+            await asyncio.sleep(self._renew_every_s)
             asked = dict(self._held)  # leases taken during the round trip are not judged
             try:
                 states = await self._leases.renew_all(self.holder, self._ttl_s)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from youyou.api.session import SessionHandle
-from youyou.bootstrap import BuiltApp, build_agent_from_settings
+from youyou.bootstrap import BuiltApp, Writer, build_agent_from_settings
 from youyou.cli.approvals import approver_for
 from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
@@ -65,7 +65,9 @@ class ChatOptions:
 @asynccontextmanager
 async def opened_app(settings: Settings, skills_dir: Path | None) -> AsyncIterator[BuiltApp]:
     """The built agent; invalid skill files are reported on stderr and skipped."""
-    app = await build_agent_from_settings(settings, skills_dir=skills_dir, writer="youyou chat")
+    app = await build_agent_from_settings(
+        settings, skills_dir=skills_dir, writer=Writer("youyou chat")
+    )
     try:
         for path, error in app.skill_errors:
             err_console.print(Text.assemble(("skipped invalid skill file ", "yellow"), str(path)))

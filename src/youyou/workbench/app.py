@@ -4,6 +4,7 @@ one error envelope for every failure."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from youyou import __version__
-from youyou.bootstrap import build_agent_from_settings
+from youyou.bootstrap import Writer, build_agent_from_settings
 from youyou.config import Settings
 from youyou.domain.errors import AgentError
 from youyou.ports.tracer import Tracer
@@ -47,6 +48,7 @@ from youyou.workbench.routes import (
     usage,
 )
 from youyou.workbench.store import WorkbenchStore
+from youyou.workbench.turn_runner import LEASE_POLL_S
 from youyou.workbench.validation import field_problems
 from youyou.workbench.webui import WebUi, serve_web_ui
 
@@ -105,7 +107,16 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_registration(settings)
         access = await _prepared_accounts(settings)
-        built = await build_agent_from_settings(settings, knowledge=True, tracer=tracer)
+        # The tag tells apart two lives of one pid (a restart that got the same number).
+        writer = Writer(
+            "youyou serve",
+            tag=uuid.uuid4().hex[:8],
+            renew_every_s=LEASE_POLL_S,
+            ttl_s=settings.server.lease_ttl_s,
+        )
+        built = await build_agent_from_settings(
+            settings, knowledge=True, tracer=tracer, writer=writer
+        )
         try:
             store = await WorkbenchStore.on(built.session_storage.engine)
         except BaseException:
@@ -113,15 +124,15 @@ def create_app(
             raise
         server = settings.server
         hub = SessionHub(
-            built.agent,
-            built.session_storage,
-            store,
-            server,
-            settings.compaction.mode,
-            metrics,
-            built.mcp,
-            settings.memory.close_timeout_s,
-            built.knowledge,
+            agent=built.agent,
+            storage=built.session_storage,
+            store=store,
+            settings=server,
+            default_mode=settings.compaction.mode,
+            metrics=metrics,
+            mcp=built.mcp,
+            close_timeout_s=settings.memory.close_timeout_s,
+            knowledge=built.knowledge,
             memories=built.memory_storage,
             access=access,
             prices=settings.model_prices(),

@@ -303,6 +303,9 @@ def from_agent_error(error: AgentError, model_id: str | None = None) -> ApiError
         return ApiError(code, model_id)
     if code is ApiCode.CHAT_CONTEXT_LIMIT_REACHED:
         return ApiError(code, _context_use(error.message))
+    if error.code is ErrorCode.SESSION_BUSY:  # the kernel's message names the other process
+        logger.info("%s", error.message)
+        return ApiError(code, _BUSY_ELSEWHERE)
     return ApiError(code, redact(error.message))
 
 
@@ -337,10 +340,10 @@ def busy_elsewhere(ledger_id: str, holder: str) -> ApiError:
     """``TURN_BUSY`` for a session another server process holds: which process (host, pid)
     goes to the log, never to the client."""
     logger.info("session %s is held by %s", ledger_id, holder)
-    return ApiError(
-        ApiCode.TURN_BUSY,
-        Localized("busy on another server process", "正在另一个服务器进程上运行"),
-    )
+    return ApiError(ApiCode.TURN_BUSY, _BUSY_ELSEWHERE)
+
+
+_BUSY_ELSEWHERE = Localized("busy on another server process", "正在另一个服务器进程上运行")
 
 
 def check_user_limit(used: int, limit: int, what: Localized, setting: str) -> None:

@@ -1,10 +1,11 @@
 """The sessions one server process holds open: resumed on demand, closed when idle.
 
 Memory stays bounded however many sessions exist: a session is resumed from its ledger when a
-request needs it and closed once it has been idle for ``session_idle_s``. Closing extracts
-long-term memories, which writes to the ledger, so it takes the session's lease like any other
-writer. A task that works on a session first *claims* it, so this process never runs two
-writers of one ledger and never closes a session something is using.
+request needs it and closed once it has been idle for ``session_idle_s``. This is a cache of
+open handles and nothing more: who may write a session (here or in another process) is the
+kernel's session lease, and a handle whose ledger another process moved on reloads itself
+before it writes. Closing extracts long-term memories under that lease; a session that is
+busy (a turn runs here, or another process holds its lease) is not closed by the idle sweep.
 
 Each user may keep ``user_open_sessions`` open: opening one more first closes that user's least
 recently used idle session (without extracting: what it did not extract stays in the ledger for
@@ -21,48 +22,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from youyou.adapters.storage import LeaseState, SqlSessionLeases
-from youyou.adapters.storage.lease_holder import acquire_lease, holder_has_ended
-from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.api.agent import Agent
 from youyou.api.session import SessionHandle
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.workbench.errors import ApiCode, ApiError, Localized, from_agent_error
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseTaker:
-    """This process's side of the session leases: who it is, how long a lease holds."""
-
-    leases: SqlSessionLeases
-    holder: str
-    ttl_s: float
-
-    async def take(self, ledger_id: str) -> str | None:
-        """The session's lease, taken over at once from a process of this machine that has
-        ended (a killed server being restarted); None when ours, else who holds it."""
-        return await acquire_lease(self.leases, ledger_id, self.holder, self.ttl_s)
-
-    async def release(self, ledger_id: str) -> None:
-        await self.leases.release(ledger_id, self.holder)
-
-    async def renew_all(self) -> dict[str, LeaseState]:
-        """Every lease this process holds, renewed in one statement: the state of each."""
-        return await self.leases.renew_all(self.holder, self.ttl_s)
-
-    async def held_elsewhere(self, ledger_id: str) -> str | None:
-        """The other live process holding the session's lease; not this one, not one that
-        has ended."""
-        holder = await self.leases.holder(ledger_id)
-        if holder is None or holder == self.holder or holder_has_ended(holder):
-            return None
-        return holder
-
-    async def request_cancel(self, ledger_id: str) -> None:
-        """Ask whichever process holds the session's lease to cancel its turn."""
-        await self.leases.request_cancel(ledger_id)
 
 
 @dataclass(slots=True)
@@ -84,45 +49,28 @@ class OpenSessions:
     def __init__(
         self,
         agent: Agent,
-        storage: SqlSessionStorage,
-        lease: LeaseTaker,
         *,
         idle_s: float,
         close_timeout_s: float,
         user_open_sessions: int,
     ) -> None:
         self._agent = agent
-        self._storage = storage
-        self._lease = lease
         self._idle_s = idle_s
         self._user_open = user_open_sessions
         self._close_timeout_s = close_timeout_s
         self._open: dict[str, _Open] = {}
-        self._claimed: set[str] = set()  # ledger ids some task of this process is writing
-        self._closing: dict[str, asyncio.Event] = {}  # idle sessions being closed
+        self._closing: dict[str, asyncio.Event] = {}  # sessions the cache is closing
 
     def __len__(self) -> int:
         return len(self._open)
 
-    @property
-    def any_claimed(self) -> bool:
-        return bool(self._claimed)
-
-    async def claim(self, ledger_id: str) -> None:
-        """A session being closed for idleness (which may extract memories, a model call) is
-        waited for and then resumed; only a turn or a request that writes is ``TURN_BUSY``."""
-        while (closing := self._closing.get(ledger_id)) is not None:
-            await closing.wait()
-        if ledger_id in self._claimed:
-            raise ApiError(ApiCode.TURN_BUSY)
-        self._claimed.add(ledger_id)
-
-    def unclaim(self, ledger_id: str) -> None:
-        self._claimed.discard(ledger_id)
-
     def add(self, handle: SessionHandle, owner_id: str) -> None:
         """A session just created (its ledger is new, nothing to resume)."""
         self._open[handle.session_id] = _Open(handle, owner_id, time.monotonic())
+
+    def forget(self, ledger_id: str) -> None:
+        """A session closed (or deleted) by its handle: nothing more to close."""
+        self._open.pop(ledger_id, None)
 
     async def opening(self, open_call: Callable[[], Awaitable[SessionHandle]]) -> SessionHandle:
         """``open_call`` (a kernel create or resume); when every kernel slot is taken, the
@@ -136,6 +84,28 @@ class OpenSessions:
             return await open_call()
         except AgentError as err:
             raise _refusal(err) from err
+
+    async def handle(self, ledger_id: str, owner_id: str) -> SessionHandle:
+        """The open session, resumed if it is not (a session being closed is waited for
+        first: its close may extract memories, a model call)."""
+        while (closing := self._closing.get(ledger_id)) is not None:
+            await closing.wait()
+        entry = self._open.get(ledger_id)
+        if entry is not None and entry.handle.is_closed:
+            del self._open[ledger_id]
+            entry = None
+        if entry is None:
+            await self._make_room_for(owner_id)
+            handle = await self.opening(lambda: self._agent.resume_session(ledger_id))
+            entry = self._open[ledger_id] = _Open(handle, owner_id, time.monotonic())
+        entry.last_used = time.monotonic()
+        return entry.handle
+
+    def touch(self, ledger_id: str) -> None:
+        """Idleness counts from the end of a session's last use, not its start."""
+        entry = self._open.get(ledger_id)
+        if entry is not None:
+            entry.last_used = time.monotonic()
 
     async def _make_room_for(self, owner_id: str) -> None:
         """At most ``user_open_sessions`` of one user open: their own idle ones make room."""
@@ -154,134 +124,86 @@ class OpenSessions:
 
     async def _evict_idle(self, owner_id: str | None) -> bool:
         """Close the least recently used idle session (of ``owner_id``, or of anyone) without
-        extracting memories; False when there is none."""
-        idle = [
+        extracting memories; False when none is idle."""
+        candidates = sorted(
             (entry.last_used, ledger_id)
             for ledger_id, entry in self._open.items()
-            if ledger_id not in self._claimed
-            and ledger_id not in self._closing
-            and (owner_id is None or entry.owner_id == owner_id)
-        ]
-        if not idle:
-            return False
-        ledger_id = min(idle)[1]
-        self._claimed.add(ledger_id)
-        try:
-            await self.close(ledger_id, extract_memories=False)
-        finally:
-            self._claimed.discard(ledger_id)
-        return True
+            if ledger_id not in self._closing and (owner_id is None or entry.owner_id == owner_id)
+        )
+        for _, ledger_id in candidates:
+            if await self._close(ledger_id, extract=False, unless_busy=True):
+                return True
+        return False
 
     async def close_idle_of(self, owner_id: str) -> None:
         """Close the owner's idle sessions without extracting memories (their account is
         being disabled or deleted)."""
         for ledger_id, entry in list(self._open.items()):
-            if entry.owner_id != owner_id or ledger_id in self._claimed:
-                continue
-            if ledger_id in self._closing:
-                continue
-            self._claimed.add(ledger_id)
-            try:
-                await self.close(ledger_id, extract_memories=False)
-            finally:
-                self._claimed.discard(ledger_id)
-
-    def touch(self, ledger_id: str) -> None:
-        """Idleness counts from the end of a session's last use, not its start."""
-        entry = self._open.get(ledger_id)
-        if entry is not None:
-            entry.last_used = time.monotonic()
-
-    async def handle(self, ledger_id: str, owner_id: str) -> SessionHandle:
-        """The open session, reopened if another process appended since we last saw it."""
-        entry = self._open.get(ledger_id)
-        if entry is not None and await self._storage.last_seq(ledger_id) != entry.handle.last_seq:
-            logger.info("session %s changed on another process; reloading it", ledger_id)
-            await self.close(ledger_id, extract_memories=False)
-            entry = None
-        if entry is None:
-            await self._make_room_for(owner_id)
-            handle = await self.opening(lambda: self._agent.resume_session(ledger_id))
-            entry = self._open[ledger_id] = _Open(handle, owner_id, time.monotonic())
-        entry.last_used = time.monotonic()
-        return entry.handle
-
-    async def close(self, ledger_id: str, *, extract_memories: bool = True) -> None:
-        """Close now, by a task holding the session's claim and lease; a failure is logged."""
-        entry = self._open.pop(ledger_id, None)
-        if entry is None:
-            return
-        try:
-            await entry.handle.close(extract_memories=extract_memories)
-        except AgentError:
-            logger.warning("closing session %s failed", ledger_id, exc_info=True)
+            if entry.owner_id == owner_id and ledger_id not in self._closing:
+                await self._close(ledger_id, extract=False, unless_busy=True)
 
     async def close_all(self) -> None:
         """At shutdown: every session, extracting memories for at most ``close_timeout_s``
         (all sessions together): a stop signal must not wait on a slow or hung model."""
         deadline = asyncio.get_running_loop().time() + self._close_timeout_s
+        entries = list(self._open.values())
+        self._open.clear()
         closed = await asyncio.gather(
-            *(self._close_for_good(ledger_id, deadline) for ledger_id in list(self._open)),
+            *(_close_by(entry.handle, deadline, unless_busy=False) for entry in entries),
             return_exceptions=True,
         )
         for failure in (result for result in closed if isinstance(result, Exception)):
             logger.warning("closing a session at shutdown failed", exc_info=failure)
 
     async def reap_idle(self) -> None:
-        """Runs for the life of the server."""
+        """Runs for the life of the server: a session idle for ``session_idle_s`` is closed,
+        extracting its memories, unless it is busy (then the next pass tries again)."""
         idle_s = self._idle_s
         while True:
             await asyncio.sleep(min(idle_s / 4, 30.0))
             cutoff = time.monotonic() - idle_s
             for ledger_id, entry in list(self._open.items()):
-                if entry.last_used > cutoff or ledger_id in self._claimed:
+                if entry.last_used > cutoff or ledger_id in self._closing:
                     continue
-                self._claimed.add(ledger_id)
-                closing = self._closing[ledger_id] = asyncio.Event()
                 try:
-                    deadline = asyncio.get_running_loop().time() + self._close_timeout_s
-                    await self._close_for_good(ledger_id, deadline, keep_if_busy=True)
+                    await self._close(ledger_id, extract=True, unless_busy=True)
                 except Exception:
                     logger.warning("closing idle session %s failed", ledger_id, exc_info=True)
-                finally:
-                    self._claimed.discard(ledger_id)
-                    del self._closing[ledger_id]
-                    closing.set()
 
-    async def _close_for_good(
-        self, ledger_id: str, deadline: float, *, keep_if_busy: bool = False
-    ) -> None:
-        """Closing extracts memories, which writes, so it takes the lease; a copy another
-        process has written to since (or is writing now) is only dropped: its memories are
-        that process's to extract. Extraction stops at ``deadline`` (event-loop time).
-
-        ``keep_if_busy`` (the idle reaper): while another process holds the lease, the session
-        stays open for the next pass instead of being dropped. That process may only be
-        dropping its own outdated copy, and then the memories are this one's to extract.
-        """
+    async def _close(self, ledger_id: str, *, extract: bool, unless_busy: bool) -> bool:
+        """Close one cached session (``handle`` waits meanwhile); False when it was busy and
+        stays open."""
         entry = self._open.get(ledger_id)
         if entry is None:
-            return
-        handle = entry.handle
-        holder = await self._lease.take(ledger_id)
-        if holder is not None and keep_if_busy:
-            return
-        self._open.pop(ledger_id, None)  # the caller's claim kept everyone else off it
-        if holder is not None:
-            await handle.close(extract_memories=False)
-            return
+            return True
+        closing = self._closing[ledger_id] = asyncio.Event()
         try:
-            if await self._storage.last_seq(ledger_id) != handle.last_seq:
-                await handle.close(extract_memories=False)
-                return
-            closing = asyncio.ensure_future(handle.close())
-            await asyncio.wait({closing}, timeout=deadline - asyncio.get_running_loop().time())
-            if closing.done():
-                closing.result()  # a plugin's veto or a storage failure
-                return
-            closing.cancel()
-            await asyncio.wait({closing})
-            logger.warning("session %s closed without extracting memories (too slow)", ledger_id)
-            await handle.close(extract_memories=False)
+            if extract:
+                deadline = asyncio.get_running_loop().time() + self._close_timeout_s
+                closed = await _close_by(entry.handle, deadline, unless_busy=unless_busy)
+            else:
+                closed = await entry.handle.close(extract_memories=False, unless_busy=unless_busy)
+        except AgentError:
+            logger.warning("closing session %s failed", ledger_id, exc_info=True)
+            closed = entry.handle.is_closed
         finally:
-            await self._lease.release(ledger_id)
+            del self._closing[ledger_id]
+            closing.set()
+        if closed and self._open.get(ledger_id) is entry:
+            del self._open[ledger_id]
+        return closed
+
+
+async def _close_by(handle: SessionHandle, deadline: float, *, unless_busy: bool) -> bool:
+    """Close, extracting memories until ``deadline`` (event-loop time); past it the extraction
+    is cancelled and the session closed without."""
+    loop = asyncio.get_running_loop()
+    closing = asyncio.ensure_future(handle.close(unless_busy=unless_busy))
+    await asyncio.wait({closing}, timeout=deadline - loop.time())
+    if closing.done():
+        return closing.result()  # a plugin's veto or a storage failure raises
+    closing.cancel()
+    await asyncio.wait({closing})
+    logger.warning("session %s closed without extracting memories (too slow)", handle.session_id)
+    await handle.close(extract_memories=False)
+    return True

@@ -14,7 +14,7 @@ from youyou.config import memory_mode_name
 from youyou.domain.events import ContextUsage
 from youyou.domain.session import UNTITLED_SESSION
 from youyou.workbench.schemas import MemoryOut
-from youyou.workbench.store import ChatSessionRecord
+from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
 
 
 def project_chat(
@@ -46,6 +46,20 @@ def project_chat(
         context_window_tokens=usage.window,
         last_compacted_at=now if compacted else chat.last_compacted_at,
     )
+
+
+async def store_projection(
+    store: WorkbenchStore,
+    chat: ChatSessionRecord,
+    handle: SessionHandle,
+    usage: ContextUsage | None,
+    *,
+    compacted: bool,
+) -> ChatSessionRecord:
+    """``project_chat``, stored in the chat session's row."""
+    projected = project_chat(chat, handle, usage, compacted=compacted)
+    await store.update_chat_session(projected.id, projected.projection)
+    return projected
 
 
 def memory_out(chat: ChatSessionRecord) -> MemoryOut:

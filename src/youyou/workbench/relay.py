@@ -24,8 +24,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from youyou.workbench.store import WorkbenchStore
-from youyou.workbench.store.turn_frames import TURN_END_EVENTS, StoredFrame
+from youyou.workbench.store.turn_frames import StoredFrame
 from youyou.workbench.streams import KEEPALIVE, TurnStream
+from youyou.workbench.turn_events import TURN_END_EVENTS
 
 logger = logging.getLogger(__name__)
 

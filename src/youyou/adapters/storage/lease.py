@@ -148,11 +148,12 @@ class SqlSessionLeases:
             await conn.execute(stmt)
 
     async def holder(self, session_id: str) -> str | None:
-        """The live holder; an expired lease counts as free even before anyone takes it."""
+        """The live holder; an expired lease counts as free even before anyone takes it, and
+        so does one whose holder is an ended process of this machine (see ``acquire``)."""
         stmt = select(_lease.holder).where(
             _lease.session_id == session_id, _lease.expires_at > self._clock()
         )
         action = f"reading the lease of session {session_id!r}"
         async with transaction(self._engine, action) as conn:
             live: str | None = await conn.scalar(stmt)
-        return live
+        return None if live is None or holder_has_ended(live) else live

@@ -4,8 +4,9 @@ A holder reads ``<program>, pid <pid> on <host>``, maybe followed by `` (<tag>)`
 in "in use by another process (…)" errors. A lease whose holder ran on this machine and whose
 process is gone (SIGKILL, the out-of-memory killer, a crash) is taken over at once instead of
 after its expiry, since nobody can be writing under it: a restarted server, or a ``youyou chat``
-after a killed one, goes on at once (``SqlSessionLeases.acquire`` does the taking over). A
-holder on another machine, or one written in another form, is left to expire. The ledger's own
+after a killed one, goes on at once (``SqlSessionLeases.acquire`` does the taking over, and
+``SqlSessionLeases.holder`` does not name it). A holder on another machine, or one written in
+another form, is left to expire. The ledger's own
 sequence guard still refuses a second writer should two machines ever share a host name.
 """
 
@@ -14,8 +15,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-
-from youyou.ports.session_lease import SessionLeases
 
 _HOLDER = re.compile(r"youyou [a-z]+, pid (\d+) on (\S+)(?: \(.*\))?")
 
@@ -38,11 +37,3 @@ def holder_has_ended(holder: str) -> bool:
     except OSError:  # alive, but another user's
         return False
     return False
-
-
-async def acquire_lease(
-    leases: SessionLeases, session_id: str, holder: str, ttl_s: float
-) -> str | None:
-    """``leases.acquire``: the SQL leases take over a lease whose holder has ended themselves.
-    Kept for the workbench server, which takes its leases outside the kernel for now."""
-    return await leases.acquire(session_id, holder, ttl_s)

@@ -14,6 +14,7 @@ from sqlalchemy import case, delete, func, select
 
 from youyou.workbench.store.base import StoreBase, now
 from youyou.workbench.store.tables import turn_followers, turn_frames
+from youyou.workbench.turn_events import TURN_END_EVENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,6 @@ class NewestTurn:
     """Its last frame (complete, cancelled or failed) is among the copies."""
 
 
-TURN_END_EVENTS = frozenset({"turn_complete", "turn_cancelled", "error"})
 _FRAME = (turn_frames.c.frame_id, turn_frames.c.event, turn_frames.c.frame)
 
 

@@ -1,0 +1,102 @@
+"""What a turn's events do beside being streamed: metrics, the usage book, and, at the turn's
+end, the session's projection and the message index.
+
+The turn is in the ledger whatever happens here: a projection that cannot be stored is logged,
+and the client still gets the turn's last frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from youyou.api.session import SessionHandle
+from youyou.domain.errors import AgentError
+from youyou.domain.events import (
+    AgentEventPayload,
+    ContextCompacted,
+    ContextUsage,
+    ErrorEvent,
+    ToolCallEnd,
+    TurnComplete,
+    TurnStarted,
+)
+from youyou.workbench.errors import ApiError
+from youyou.workbench.message_index import TurnRecorder
+from youyou.workbench.metrics import Metrics
+from youyou.workbench.projection import memory_out, store_projection
+from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.turn_events import TURN_END_EVENTS
+from youyou.workbench.usage import UsageBook
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Books:
+    """Where every turn of the process is accounted for."""
+
+    store: WorkbenchStore
+    metrics: Metrics
+    usage: UsageBook
+    recorder: TurnRecorder
+
+
+@dataclass(slots=True)
+class TurnBook:
+    """One turn's accounts, fed the events its stream shows; ``chat`` is the session as last
+    projected."""
+
+    books: Books
+    chat: ChatSessionRecord
+    handle: SessionHandle
+    started: float = field(default_factory=time.perf_counter)
+    first: bool = True
+    compacted: bool = False
+    turn_seq: int = 0  # the ledger seq of the turn's user message, once it started
+    durations: dict[str, int] = field(default_factory=dict)  # of its tool calls
+
+    def saw(self, payload: AgentEventPayload) -> None:
+        """Every event, also those the stream does not show."""
+        if isinstance(payload, ToolCallEnd):
+            self.durations[payload.call_id] = payload.duration_ms
+
+    async def shown(self, payload: AgentEventPayload, data: dict[str, Any]) -> None:
+        """An event the stream shows; ``data`` (its frame) gets the cost and the memory
+        projection of a completed turn."""
+        metrics = self.books.metrics
+        if self.first:
+            metrics.time_to_first_event.observe(time.perf_counter() - self.started)
+            self.first = False
+        if isinstance(payload, ContextCompacted):
+            self.compacted = True
+            metrics.compactions.labels(trigger="auto").inc()
+        if isinstance(payload, ErrorEvent) and payload.code == "PROVIDER_ERROR":
+            metrics.provider_errors.inc()
+        if isinstance(payload, TurnStarted):
+            self.turn_seq = payload.user_message_seq
+        if payload.type not in TURN_END_EVENTS:
+            return
+        usage: ContextUsage | None = None
+        if isinstance(payload, TurnComplete):
+            model_id = self.handle.model.model_id
+            cost = await self.books.usage.record(self.chat, model_id, self.turn_seq, payload.usage)
+            data["usage"]["cost"] = cost
+            usage = payload.context
+        await self._project(usage)
+        if isinstance(payload, TurnComplete):
+            data["memory"] = memory_out(self.chat).model_dump(mode="json", by_alias=True)
+            metrics.provider_latency.observe(time.perf_counter() - self.started)
+        await self.books.recorder.record(self.chat, self.turn_seq, self.durations)
+
+    async def _project(self, usage: ContextUsage | None) -> None:
+        try:
+            self.chat = await store_projection(
+                self.books.store, self.chat, self.handle, usage, compacted=self.compacted
+            )
+        except (AgentError, ApiError):
+            logger.warning(
+                "storing the projection of session %s failed", self.chat.id, exc_info=True
+            )
