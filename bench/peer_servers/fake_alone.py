@@ -35,3 +35,8 @@ class FakeAlone:
         self, http: httpx.AsyncClient, chat: Conversation, text: str, answer: str
     ) -> str:
         return ""
+
+    async def stored(
+        self, http: httpx.AsyncClient, chat: Conversation
+    ) -> list[tuple[str, str]] | None:
+        return None

@@ -47,11 +47,13 @@ class Frame:
 @dataclass
 class Conversation:
     """One user's conversation: the headers its requests carry (its token) and the server's
-    ids for it; ``history`` is for servers whose client sends the whole conversation."""
+    ids for it; ``history`` is for servers whose client sends the whole conversation;
+    ``answered`` counts its turns that passed every check."""
 
     headers: dict[str, str] = field(default_factory=dict)
     ids: dict[str, str] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
+    answered: int = 0
 
 
 @dataclass
@@ -66,7 +68,8 @@ class Adapter(Protocol):
     """One server: start it in ``root`` (its data folder, new each round) in front of the model
     at ``model_url`` and return once it answers; make a fresh user with a new conversation;
     build a turn's request; say what each frame of its stream means; after a checked answer, do
-    what its own client does to keep the turn (if anything; returns an error, or "")."""
+    what its own client does to keep the turn (if anything; returns an error, or ""); read back
+    what it kept of a conversation as (role, text) pairs (None: it keeps nothing)."""
 
     name: str
     # What the server keeps of a turn, and when it is on disk.
@@ -87,6 +90,10 @@ class Adapter(Protocol):
     async def answered(
         self, http: httpx.AsyncClient, chat: Conversation, text: str, answer: str
     ) -> str: ...
+
+    async def stored(
+        self, http: httpx.AsyncClient, chat: Conversation
+    ) -> list[tuple[str, str]] | None: ...
 
 
 def openai_frame(data: bytes) -> Frame:
@@ -204,6 +211,27 @@ async def turn(
             return
         tally.turns += 1
         tally.ttft_ms.append((first - sent) * 1000)
+        chat.answered += 1
+
+
+async def check_stored(
+    adapter: Adapter, people: list[tuple[httpx.AsyncClient, Conversation]], tally: Tally
+) -> None:
+    """After a phase: each conversation the server keeps must hold every checked turn, the
+    question and the answer word for word; a conversation that does not is an error."""
+    expected = ANSWER.split()
+    for http, chat in people:
+        try:
+            kept = await adapter.stored(http, chat)
+        except httpx.HTTPError as exc:
+            tally.errors[f"reading back: {type(exc).__name__}"] += 1
+            continue
+        if kept is None:
+            continue
+        answers = sum(role == "assistant" and text.split() == expected for role, text in kept)
+        questions = sum(role == "user" for role, _ in kept)
+        if answers != chat.answered or questions != chat.answered:
+            tally.errors[f"kept {answers} answers, {questions} questions of {chat.answered}"] += 1
 
 
 def new_client(base_url: str) -> httpx.AsyncClient:
@@ -273,7 +301,9 @@ async def one_user(
             for n in range(warmup, warmup + turns):
                 await turn(adapter, http, chat, QUESTION.format(n=n), tally)
 
-        return await _measured(run, tally, server_pid, model_calls)
+        phase = await _measured(run, tally, server_pid, model_calls)
+        await check_stored(adapter, [(http, chat)], tally)
+        return phase
     finally:
         await http.aclose()
 
@@ -303,7 +333,9 @@ async def many_users(
 
     try:
         await asyncio.sleep(0.5)  # let the setup's stragglers settle
-        return await _measured(run, tally, server_pid, model_calls)
+        phase = await _measured(run, tally, server_pid, model_calls)
+        await check_stored(adapter, people, tally)
+        return phase
     finally:
         await asyncio.gather(*(http.aclose() for http, _ in people))
 

@@ -73,3 +73,12 @@ class LangGraphDev:
         self, http: httpx.AsyncClient, chat: Conversation, text: str, answer: str
     ) -> str:
         return ""  # the run appended the answer to the thread
+
+    async def stored(
+        self, http: httpx.AsyncClient, chat: Conversation
+    ) -> list[tuple[str, str]] | None:
+        response = await http.get(f"/threads/{chat.ids['thread']}/state")
+        response.raise_for_status()
+        roles = {"human": "user", "ai": "assistant"}
+        messages = response.json()["values"]["messages"]
+        return [(roles.get(m["type"], m["type"]), m["content"]) for m in messages]

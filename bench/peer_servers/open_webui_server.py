@@ -120,6 +120,14 @@ class OpenWebUI:
         chat.history += [asked, replied]
         return ""
 
+    async def stored(
+        self, http: httpx.AsyncClient, chat: Conversation
+    ) -> list[tuple[str, str]] | None:
+        response = await http.get(f"/api/v1/chats/{chat.ids['chat']}", headers=chat.headers)
+        response.raise_for_status()
+        messages = response.json()["chat"]["history"]["messages"].values()
+        return [(m["role"], m["content"]) for m in messages]
+
 
 def _message(role: str, content: str, parent: str | None, now: int, **extra: Any) -> dict[str, Any]:
     return {

@@ -56,3 +56,14 @@ class YouYou:
         self, http: httpx.AsyncClient, chat: Conversation, text: str, answer: str
     ) -> str:
         return ""  # stored by the server before the end of the stream
+
+    async def stored(
+        self, http: httpx.AsyncClient, chat: Conversation
+    ) -> list[tuple[str, str]] | None:
+        url = f"/chat/sessions/{chat.ids['session']}/messages"
+        response = await http.get(url, headers=chat.headers)
+        response.raise_for_status()
+        return [
+            (m["role"], "".join(b.get("text", "") for b in m["content"] if b["type"] == "text"))
+            for m in response.json()["data"]
+        ]
