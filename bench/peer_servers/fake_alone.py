@@ -3,10 +3,11 @@ first-token time is what every server's is compared with."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from harness import Conversation, Frame, Started, openai_frame
+from harness import Conversation, Frame, Started, openai_frame, sse
 
 
 class FakeAlone:
@@ -22,6 +23,11 @@ class FakeAlone:
 
     async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
         return Conversation()
+
+    def stream(
+        self, http: httpx.AsyncClient, chat: Conversation, text: str
+    ) -> AsyncIterator[Frame]:
+        return sse(http, self.request(http, chat, text), self.parse)
 
     def request(self, http: httpx.AsyncClient, chat: Conversation, text: str) -> httpx.Request:
         messages = [{"role": "user", "content": text}]
@@ -40,3 +46,6 @@ class FakeAlone:
         self, http: httpx.AsyncClient, chat: Conversation
     ) -> list[tuple[str, str]] | None:
         return None
+
+    async def close(self, chat: Conversation) -> None:
+        """Nothing stays open between turns."""

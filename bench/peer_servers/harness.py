@@ -17,7 +17,7 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,11 +48,13 @@ class Frame:
 class Conversation:
     """One user's conversation: the headers its requests carry (its token) and the server's
     ids for it; ``history`` is for servers whose client sends the whole conversation;
-    ``answered`` counts its turns that passed every check."""
+    ``live`` holds what an adapter keeps open for it (a socket); ``answered`` counts its turns
+    that passed every check."""
 
     headers: dict[str, str] = field(default_factory=dict)
     ids: dict[str, str] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, Any] = field(default_factory=dict)
     answered: int = 0
 
 
@@ -67,9 +69,11 @@ class Started:
 class Adapter(Protocol):
     """One server: start it in ``root`` (its data folder, new each round) in front of the model
     at ``model_url`` and return once it answers; make a fresh user with a new conversation;
-    build a turn's request; say what each frame of its stream means; after a checked answer, do
-    what its own client does to keep the turn (if anything; returns an error, or ""); read back
-    what it kept of a conversation as (role, text) pairs (None: it keeps nothing)."""
+    send a message and yield what its answer's stream means, frame by frame, until the end of
+    the turn (most through ``sse``); after a checked answer, do what its own client does to
+    keep the turn (if anything; returns an error, or ""); read back what it kept of a
+    conversation as (role, text) pairs (None: it keeps nothing); close what ``open`` left
+    open."""
 
     name: str
     # What the server keeps of a turn, and when it is on disk.
@@ -83,9 +87,9 @@ class Adapter(Protocol):
 
     async def open(self, http: httpx.AsyncClient, user: str) -> Conversation: ...
 
-    def request(self, http: httpx.AsyncClient, chat: Conversation, text: str) -> httpx.Request: ...
-
-    def parse(self, event: str, data: bytes) -> Frame: ...
+    def stream(
+        self, http: httpx.AsyncClient, chat: Conversation, text: str
+    ) -> AsyncIterator[Frame]: ...
 
     async def answered(
         self, http: httpx.AsyncClient, chat: Conversation, text: str, answer: str
@@ -94,6 +98,8 @@ class Adapter(Protocol):
     async def stored(
         self, http: httpx.AsyncClient, chat: Conversation
     ) -> list[tuple[str, str]] | None: ...
+
+    async def close(self, chat: Conversation) -> None: ...
 
 
 def openai_frame(data: bytes) -> Frame:
@@ -162,40 +168,47 @@ def _frames(buffer: bytes) -> tuple[list[tuple[str, bytes]], bytes]:
     return frames, rest
 
 
+async def sse(
+    http: httpx.AsyncClient, request: httpx.Request, parse: Callable[[str, bytes], Frame]
+) -> AsyncIterator[Frame]:
+    """Send ``request`` and read its server-sent events to the end of the body, each frame
+    (event name, data) as ``parse`` reads it; a refusal is an error frame."""
+    response = await http.send(request, stream=True)
+    try:
+        if response.status_code != 200:
+            await response.aread()
+            yield Frame(error=f"HTTP {response.status_code}")
+            return
+        buffer = b""
+        async for chunk in response.aiter_raw():
+            frames, buffer = _frames(buffer + chunk)
+            for event, data in frames:
+                yield parse(event, data)
+    finally:
+        await response.aclose()
+
+
 async def turn(
     adapter: Adapter, http: httpx.AsyncClient, chat: Conversation, text: str, tally: Tally
 ) -> None:
     """Send one message, read its stream to the end, check the answer word for word."""
-    request = adapter.request(http, chat, text)
     sent = time.perf_counter()
     first: float | None = None
     pieces: list[str] = []
     done, error = False, ""
     try:
-        response = await http.send(request, stream=True)
-        try:
-            if response.status_code != 200:
-                await response.aread()
-                tally.errors[f"HTTP {response.status_code}"] += 1
-                return
-            buffer = b""
-            async for chunk in response.aiter_raw():
-                frames, buffer = _frames(buffer + chunk)
-                for event, data in frames:
-                    frame = adapter.parse(event, data)
-                    if frame.text and first is None:
-                        first = time.perf_counter()
-                    pieces.append(frame.text)
-                    error = error or frame.error
-                    done = done or frame.done
-        finally:
-            await response.aclose()
-    except httpx.HTTPError as exc:
+        async for frame in adapter.stream(http, chat, text):
+            if frame.text and first is None:
+                first = time.perf_counter()
+            pieces.append(frame.text)
+            error = error or frame.error
+            done = done or frame.done
+    except (httpx.HTTPError, OSError, TimeoutError) as exc:
         tally.errors[f"transport {type(exc).__name__}"] += 1
         return
     answer = "".join(pieces)
     if error:
-        tally.errors[f"error frame {error[:80]}"] += 1
+        tally.errors[error[:80]] += 1
     elif adapter.end_frame and not done:
         tally.errors["stream ended without the end of the turn"] += 1
     elif answer.split() != ANSWER.split() or first is None:
@@ -254,6 +267,14 @@ async def open_users(
     return list(await asyncio.gather(*(one(i) for i in range(users))))
 
 
+async def close_users(
+    adapter: Adapter, people: list[tuple[httpx.AsyncClient, Conversation]]
+) -> None:
+    for http, chat in people:
+        await adapter.close(chat)
+        await http.aclose()
+
+
 # -- the phases -----------------------------------------------------------------------------
 
 
@@ -291,7 +312,8 @@ async def one_user(
     tag: str,
 ) -> Phase:
     """One user, turns one after the other in one conversation; ``warmup`` unmeasured first."""
-    [(http, chat)] = await open_users(adapter, base_url, 1, tag)
+    people = await open_users(adapter, base_url, 1, tag)
+    [(http, chat)] = people
     try:
         for n in range(warmup):
             await turn(adapter, http, chat, QUESTION.format(n=n), Tally())
@@ -302,10 +324,10 @@ async def one_user(
                 await turn(adapter, http, chat, QUESTION.format(n=n), tally)
 
         phase = await _measured(run, tally, server_pid, model_calls)
-        await check_stored(adapter, [(http, chat)], tally)
+        await check_stored(adapter, people, tally)
         return phase
     finally:
-        await http.aclose()
+        await close_users(adapter, people)
 
 
 async def many_users(
@@ -337,7 +359,7 @@ async def many_users(
         await check_stored(adapter, people, tally)
         return phase
     finally:
-        await asyncio.gather(*(http.aclose() for http, _ in people))
+        await close_users(adapter, people)
 
 
 def peak_rss_mib(started: Started) -> float:

@@ -6,10 +6,11 @@ streamed run, ``POST /threads/{id}/runs/stream`` with ``stream_mode = messages-t
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from harness import PEERS, Conversation, Frame, Started, launch
+from harness import PEERS, Conversation, Frame, Started, launch, sse
 from server_load import free_port, stop
 
 GRAPH = Path(__file__).resolve().with_name("langgraph_graph.py")
@@ -52,6 +53,11 @@ class LangGraphDev:
         thread.raise_for_status()
         return Conversation(ids={"thread": thread.json()["thread_id"]})
 
+    def stream(
+        self, http: httpx.AsyncClient, chat: Conversation, text: str
+    ) -> AsyncIterator[Frame]:
+        return sse(http, self.request(http, chat, text), self.parse)
+
     def request(self, http: httpx.AsyncClient, chat: Conversation, text: str) -> httpx.Request:
         body = {
             "assistant_id": "agent",
@@ -82,3 +88,6 @@ class LangGraphDev:
         roles = {"human": "user", "ai": "assistant"}
         messages = response.json()["values"]["messages"]
         return [(roles.get(m["type"], m["type"]), m["content"]) for m in messages]
+
+    async def close(self, chat: Conversation) -> None:
+        """Nothing stays open between turns."""

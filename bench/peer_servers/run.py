@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -50,7 +51,7 @@ from fake_alone import FakeAlone
 from harness import PEERS, Adapter, Phase, many_users, one_user, peak_rss_mib
 from harness import percentile as pct
 from langgraph_server import LangGraphDev
-from open_webui_server import OpenWebUI
+from open_webui_server import OpenWebUI, OpenWebUIApi
 from server_load import start_fake_model
 from server_load import stop as stop_process
 from youyou_server import YouYou
@@ -59,7 +60,9 @@ SERVERS: dict[str, type[Adapter]] = {
     "youyou": YouYou,
     "open-webui": OpenWebUI,
     "langgraph": LangGraphDev,
+    "open-webui-api": OpenWebUIApi,
 }
+DEFAULT_SERVERS = ["youyou", "open-webui", "langgraph"]
 WARMUP_TURNS = 5
 
 
@@ -129,7 +132,7 @@ async def one_round(
         return int((await fake.get("/bench/calls")).json())
 
     load_average = os.getloadavg()[0]
-    slug = adapter.name.split()[0].lower()
+    slug = "-".join(re.findall(r"[a-z]+", adapter.name.lower())[:3])
     with tempfile.TemporaryDirectory(prefix=f"peer-{slug}-") as tmp:
         started = await asyncio.to_thread(adapter.start, Path(tmp), model_url)
         pid = started.process.pid if started.process else None
@@ -255,7 +258,7 @@ async def amain(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--servers", nargs="+", choices=list(SERVERS), default=list(SERVERS), metavar="NAME"
+        "--servers", nargs="+", choices=list(SERVERS), default=DEFAULT_SERVERS, metavar="NAME"
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--users", type=int, default=200, help="users at once (default 200)")

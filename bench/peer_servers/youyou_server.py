@@ -5,10 +5,11 @@ up, logs in and creates a session; a turn is ``POST /chat/sessions/{id}/messages
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from harness import Conversation, Frame, Started
+from harness import Conversation, Frame, Started, sse
 from server_load import PASSWORD, free_port, start_server, stop, write_config
 
 
@@ -39,6 +40,11 @@ class YouYou:
         session.raise_for_status()
         return Conversation(headers=headers, ids={"session": session.json()["data"]["id"]})
 
+    def stream(
+        self, http: httpx.AsyncClient, chat: Conversation, text: str
+    ) -> AsyncIterator[Frame]:
+        return sse(http, self.request(http, chat, text), self.parse)
+
     def request(self, http: httpx.AsyncClient, chat: Conversation, text: str) -> httpx.Request:
         url = f"/chat/sessions/{chat.ids['session']}/messages"
         return http.build_request("POST", url, json={"content": text}, headers=chat.headers)
@@ -67,3 +73,6 @@ class YouYou:
             (m["role"], "".join(b.get("text", "") for b in m["content"] if b["type"] == "text"))
             for m in response.json()["data"]
         ]
+
+    async def close(self, chat: Conversation) -> None:
+        """Nothing stays open between turns."""
