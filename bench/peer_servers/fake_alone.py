@@ -21,7 +21,10 @@ class FakeAlone:
     def stop(self, started: Started) -> None:
         """The fake model outlives the run; nothing to stop."""
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
+    async def sign_up(self, http: httpx.AsyncClient, name: str) -> dict[str, str]:
+        return {}
+
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation:
         return Conversation()
 
     def stream(

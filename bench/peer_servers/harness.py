@@ -30,8 +30,9 @@ from server_load import CpuMeter, process_tree, stop, vm_hwm_mib
 PEERS = Path(os.environ.get("YOUYOU_PEERS_DIR", Path.home() / ".cache" / "youyou-peers"))
 START_TIMEOUT_S = 180
 # Sign-ups and sign-ins hash passwords (Argon2id, bcrypt), slow on purpose: two at a time, as
-# YouYou lets one client address have at most two hashes in flight.
-SETUP_CONCURRENCY = 2
+# YouYou lets one client address have at most two hashes in flight. New conversations: more.
+SIGN_UP_CONCURRENCY = 2
+OPEN_CONCURRENCY = 8
 QUESTION = "Turn {n}: is the checkout service healthy?"
 
 
@@ -68,7 +69,8 @@ class Started:
 
 class Adapter(Protocol):
     """One server: start it in ``root`` (its data folder, new each round) in front of the model
-    at ``model_url`` and return once it answers; make a fresh user with a new conversation;
+    at ``model_url`` and return once it answers; make a fresh account (what its requests carry:
+    a token); open a new conversation of an account;
     send a message and yield what its answer's stream means, frame by frame, until the end of
     the turn (most through ``sse``); after a checked answer, do what its own client does to
     keep the turn (if anything; returns an error, or ""); read back what it kept of a
@@ -85,7 +87,9 @@ class Adapter(Protocol):
 
     def stop(self, started: Started) -> None: ...
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation: ...
+    async def sign_up(self, http: httpx.AsyncClient, name: str) -> dict[str, str]: ...
+
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation: ...
 
     def stream(
         self, http: httpx.AsyncClient, chat: Conversation, text: str
@@ -254,15 +258,23 @@ def new_client(base_url: str) -> httpx.AsyncClient:
 
 
 async def open_users(
-    adapter: Adapter, base_url: str, users: int, tag: str
+    adapter: Adapter, base_url: str, users: int, accounts: int, tag: str
 ) -> list[tuple[httpx.AsyncClient, Conversation]]:
-    """``users`` fresh users, each with its own connection and a new conversation."""
-    gate = asyncio.Semaphore(SETUP_CONCURRENCY)
+    """``users`` fresh users, each with its own connection and a new conversation, on
+    ``accounts`` new accounts (user i on account i mod ``accounts``: several conversations of
+    one person at once, as in several browser tabs)."""
+    signing, opening = asyncio.Semaphore(SIGN_UP_CONCURRENCY), asyncio.Semaphore(OPEN_CONCURRENCY)
+
+    async def sign_up(index: int) -> dict[str, str]:
+        async with signing, new_client(base_url) as http:
+            return await adapter.sign_up(http, f"{tag}-{index:04d}")
+
+    made = await asyncio.gather(*(sign_up(i) for i in range(min(users, accounts))))
 
     async def one(index: int) -> tuple[httpx.AsyncClient, Conversation]:
         http = new_client(base_url)
-        async with gate:
-            return http, await adapter.open(http, f"{tag}-{index:04d}")
+        async with opening:
+            return http, await adapter.open(http, made[index % len(made)])
 
     return list(await asyncio.gather(*(one(i) for i in range(users))))
 
@@ -312,7 +324,7 @@ async def one_user(
     tag: str,
 ) -> Phase:
     """One user, turns one after the other in one conversation; ``warmup`` unmeasured first."""
-    people = await open_users(adapter, base_url, 1, tag)
+    people = await open_users(adapter, base_url, 1, 1, tag)
     [(http, chat)] = people
     try:
         for n in range(warmup):
@@ -334,15 +346,17 @@ async def many_users(
     adapter: Adapter,
     base_url: str,
     users: int,
+    accounts: int,
     turns: int,
     stagger_s: float,
     server_pid: int | None,
     model_calls: Callable[[], Awaitable[int]],
     tag: str,
 ) -> Phase:
-    """``users`` fresh users (set up first, not timed), each sending ``turns`` messages back to
-    back; user i starts at i/users × ``stagger_s``, so they do not arrive in lockstep."""
-    people = await open_users(adapter, base_url, users, tag)
+    """``users`` fresh users on ``accounts`` accounts (set up first, not timed), each sending
+    ``turns`` messages back to back; user i starts at i/users × ``stagger_s``, so they do not
+    arrive in lockstep."""
+    people = await open_users(adapter, base_url, users, accounts, tag)
     tally = Tally()
 
     async def user(index: int, http: httpx.AsyncClient, chat: Conversation) -> None:

@@ -48,8 +48,11 @@ class LangGraphDev:
         if started.process is not None:
             stop(started.process)
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
-        thread = await http.post("/threads", json={"metadata": {"user": user}})
+    async def sign_up(self, http: httpx.AsyncClient, name: str) -> dict[str, str]:
+        return {"user": name}  # no accounts: the name goes into the thread's metadata
+
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation:
+        thread = await http.post("/threads", json={"metadata": account})
         thread.raise_for_status()
         return Conversation(ids={"thread": thread.json()["thread_id"]})
 

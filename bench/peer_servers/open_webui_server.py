@@ -87,19 +87,19 @@ class OpenWebUI:
         if started.process is not None:
             stop(started.process)
 
-    async def account(self, http: httpx.AsyncClient, user: str) -> str:
+    async def sign_up(self, http: httpx.AsyncClient, name: str) -> dict[str, str]:
         """A new plain user, added by the admin; its session token."""
-        account = {"email": f"{user}@bench.test", "password": PASSWORD, "name": user}
+        account = {"email": f"{name}@bench.test", "password": PASSWORD, "name": name}
         added = await http.post(
             "/api/v1/auths/add", json={**account, "role": "user"}, headers=self.admin
         )
         added.raise_for_status()
-        token: str = added.json()["token"]
-        return token
+        return {"token": added.json()["token"]}
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
-        """The user's token and its socket, joined as the web page joins."""
-        token = await self.account(http, user)
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation:
+        """A socket of the user, joined as the web page joins (the chat is made by the first
+        message)."""
+        token = account["token"]
         url = self.base_url.replace("http", "ws", 1) + "/ws/socket.io/?EIO=4&transport=websocket"
         socket = await websockets.connect(url, max_size=None, open_timeout=120)
         await socket.recv()  # the Engine.IO handshake
@@ -187,10 +187,10 @@ class OpenWebUIApi(OpenWebUI):
         "SQLite, written by the client's save request after the stream"
     )
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
-        headers = {"Authorization": f"Bearer {await self.account(http, user)}"}
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation:
+        headers = {"Authorization": f"Bearer {account['token']}"}
         empty: dict[str, Any] = {"messages": {}, "currentId": None}
-        chat = {"title": user, "models": ["fake-model"], "history": empty, "messages": []}
+        chat = {"title": "bench", "models": ["fake-model"], "history": empty, "messages": []}
         new = await http.post("/api/v1/chats/new", json={"chat": chat}, headers=headers)
         new.raise_for_status()
         return Conversation(headers=headers, ids={"chat": new.json()["id"]})

@@ -90,7 +90,8 @@ def py_spy(pid: int | None, out: Path | None) -> Iterator[None]:
     if out is None or pid is None:
         yield
         return
-    command = [binary, "record", "--pid", str(pid), "--rate", "200", "--output", str(out)]
+    command = [binary, "record", "--nonblocking", "--rate", "200"]  # sampling, not pausing
+    command += ["--pid", str(pid), "--output", str(out)]
     recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1)  # attach before the load starts
     try:
@@ -154,6 +155,7 @@ async def one_round(
                     adapter,
                     started.base_url,
                     args.users,
+                    args.accounts,
                     args.turns,
                     args.answer_seconds,
                     pid,
@@ -242,7 +244,8 @@ async def amain(args: argparse.Namespace) -> None:
     finally:
         stop_process(model)
     print(
-        f"\nmedians of {args.rounds} round(s); {args.users} users × {args.turns} turns, "
+        f"\nmedians of {args.rounds} round(s); {args.users} users on {args.accounts} accounts × "
+        f"{args.turns} turns, "
         f"1 user × {args.solo_turns} turns; 1-minute load average at the rounds' starts: "
         + ", ".join(f"{r.load_average:.1f}" for r in rows)
         + "\n"
@@ -262,6 +265,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--users", type=int, default=200, help="users at once (default 200)")
+    parser.add_argument(
+        "--accounts", type=int, default=50, help="accounts the users are spread over (50)"
+    )
     parser.add_argument("--turns", type=int, default=5, help="turns per user at once (5)")
     parser.add_argument(
         "--answer-seconds", type=float, default=2.0, help="answer time with many users (2)"
@@ -275,7 +281,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every round's numbers")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.users, args.turns, args.solo_turns = 1, 5, 2, 5
+        args.rounds, args.users, args.accounts, args.turns, args.solo_turns = 1, 5, 2, 2, 5
         args.answer_seconds = 0.5
     for folder in (args.profile, args.logs):
         if folder is not None:

@@ -1,6 +1,7 @@
 """YouYou: ``youyou serve`` from the project's environment, on a new SQLite database each
-round, long-term memory off (the same configuration as ``bench/server_load.py``). A user signs
-up, logs in and creates a session; a turn is ``POST /chat/sessions/{id}/messages``."""
+round, long-term memory off (the same configuration as ``bench/server_load.py``). An account
+signs up and logs in; a conversation is a new session; a turn is
+``POST /chat/sessions/{id}/messages``."""
 
 from __future__ import annotations
 
@@ -30,15 +31,17 @@ class YouYou:
         if started.process is not None:
             stop(started.process)
 
-    async def open(self, http: httpx.AsyncClient, user: str) -> Conversation:
-        credentials = {"username": user, "password": PASSWORD}
+    async def sign_up(self, http: httpx.AsyncClient, name: str) -> dict[str, str]:
+        credentials = {"username": name, "password": PASSWORD}
         (await http.post("/auth/register", json=credentials)).raise_for_status()
         login = await http.post("/auth/login", json=credentials)
         login.raise_for_status()
-        headers = {"Authorization": f"Bearer {login.json()['data']['accessToken']}"}
-        session = await http.post("/chat/sessions", json={}, headers=headers)
+        return {"Authorization": f"Bearer {login.json()['data']['accessToken']}"}
+
+    async def open(self, http: httpx.AsyncClient, account: dict[str, str]) -> Conversation:
+        session = await http.post("/chat/sessions", json={}, headers=account)
         session.raise_for_status()
-        return Conversation(headers=headers, ids={"session": session.json()["data"]["id"]})
+        return Conversation(headers=account, ids={"session": session.json()["data"]["id"]})
 
     def stream(
         self, http: httpx.AsyncClient, chat: Conversation, text: str
