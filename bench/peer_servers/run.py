@@ -78,9 +78,11 @@ class Measure:
     turns_per_s: float
     ttft_p99_ms: float
     errors: int
+    unkept: int
     rss_mib: float
     model_calls_per_turn: float
     error_kinds: dict[str, int] = field(default_factory=dict)
+    unkept_kinds: dict[str, int] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -107,6 +109,7 @@ def measure(
 ) -> Measure:
     attempted = load.tally.turns + sum(load.tally.errors.values())
     errors = solo.tally.errors + load.tally.errors
+    unkept = solo.tally.unkept + load.tally.unkept
     return Measure(
         server=adapter.name,
         round=number,
@@ -116,9 +119,11 @@ def measure(
         turns_per_s=load.tally.turns / load.wall_s,
         ttft_p99_ms=pct(load.tally.ttft_ms, 0.99),
         errors=sum(errors.values()),
+        unkept=sum(unkept.values()),
         rss_mib=rss,
         model_calls_per_turn=load.model_calls / attempted if attempted else 0.0,
         error_kinds=dict(errors),
+        unkept_kinds=dict(unkept),
     )
 
 
@@ -173,11 +178,13 @@ async def one_round(
 
 def show(row: Measure) -> None:
     kinds = ", ".join(f"{kind} ×{n}" for kind, n in Counter(row.error_kinds).most_common())
+    unkept = ", ".join(f"{kind} ×{n}" for kind, n in Counter(row.unkept_kinds).most_common(5))
     print(
         f"  {row.server}: 1 user first token {row.ttft_1_ms:.1f} ms, CPU {row.cpu_1_ms:.1f} "
         f"ms/turn; {row.turns_per_s:.1f} turns/s, first token p99 {row.ttft_p99_ms:.0f} ms, "
-        f"{row.errors} errors{' (' + kinds + ')' if kinds else ''}, peak RSS "
-        f"{row.rss_mib:.0f} MiB, model calls per turn {row.model_calls_per_turn:.2f}",
+        f"{row.errors} failed turns{' (' + kinds + ')' if kinds else ''}, "
+        f"{row.unkept} conversations missing checked turns{' (' + unkept + ')' if unkept else ''}"
+        f", peak RSS {row.rss_mib:.0f} MiB, model calls per turn {row.model_calls_per_turn:.2f}",
         flush=True,
     )
 
@@ -203,7 +210,8 @@ def table(rows: list[Measure], names: list[str], args: argparse.Namespace) -> st
         ("server CPU per turn, 1 user, ms", of("cpu_1_ms", ".1f")),
         (f"{users} users, {seconds} s answers: turns/s", of("turns_per_s", ".1f")),
         (f"{users} users: first token p99, ms", of("ttft_p99_ms", ",.0f")),
-        (f"{users} users: errors", of("errors", "g")),
+        (f"{users} users: failed turns", of("errors", "g")),
+        (f"{users} users: conversations missing a checked turn", of("unkept", "g")),
         (f"peak RSS at {users} users, MiB", of("rss_mib", ",.0f")),
     ]
     columns = [*names, floor]
