@@ -254,7 +254,7 @@ async def amain(args: argparse.Namespace) -> None:
     print(
         f"\nmedians of {args.rounds} round(s); {args.users} users on {args.accounts} accounts × "
         f"{args.turns} turns, "
-        f"1 user × {args.solo_turns} turns; 1-minute load average at the rounds' starts: "
+        f"1 user × {args.solo_turns} turns; 1-minute load average as each server's round began: "
         + ", ".join(f"{r.load_average:.1f}" for r in rows)
         + "\n"
     )
