@@ -4,7 +4,13 @@ Every ``POST …/chat/completions`` is answered at once with a streamed completi
 public wire format: a role chunk, a few text deltas, ``finish_reason = "stop"``, a usage chunk
 and ``data: [DONE]``. HTTP/1.1 keep-alive, no scripting, no recording: it exists so the model
 is never what a benchmark measures. (The protocol-faithful, scriptable fake the tests use is
-``tests/fakes/openai_server.py``.)
+``tests/fakes/openai_server.py``.) ``GET …/models`` lists the one model, ``fake-model``, for
+servers that ask which models there are (Open WebUI does).
+
+Two small controls for the side-by-side server benchmark (``bench/peer_servers/``), so that one
+model process serves every phase of a run and each answer can be accounted for:
+``POST /bench/pace`` with a JSON number sets the answer time in seconds from then on, and
+``GET /bench/calls`` answers the number of chat completions served so far.
 
 Run: ``python bench/fake_openai.py --port P [--answer-s S]`` (prints ``ready <port>`` when
 listening); ``--answer-s`` spreads each answer's text over S seconds, so that streams stay
@@ -55,8 +61,26 @@ PACED_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
     b"transfer-encoding: chunked\r\n\r\n"
 )
+ANSWER = "".join(PIECES)
 NOT_FOUND = (
     b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+)
+
+
+def _json_reply(body: object) -> bytes:
+    raw = json.dumps(body).encode()
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(raw)}\r\n\r\n".encode()
+        + raw
+    )
+
+
+MODELS = _json_reply(
+    {
+        "object": "list",
+        "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "bench"}],
+    }
 )
 
 
@@ -78,9 +102,15 @@ async def _answer(writer: asyncio.StreamWriter, answer_s: float) -> None:
     await writer.drain()
 
 
-async def _serve(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer_s: float
-) -> None:
+class State:
+    """The answer time (settable at run time) and the count of chat completions served."""
+
+    def __init__(self, answer_s: float) -> None:
+        self.answer_s = answer_s
+        self.calls = 0
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: State) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -90,11 +120,21 @@ async def _serve(
                 name, _, value = line.partition(":")
                 if name.strip().lower() == "content-length":
                     length = int(value)
-            if length:
-                await reader.readexactly(length)
+            body = await reader.readexactly(length) if length else b""
             path = request_line.split(" ")[1] if " " in request_line else ""
             if path.endswith("/chat/completions"):
-                await _answer(writer, answer_s)
+                state.calls += 1
+                await _answer(writer, state.answer_s)
+            elif path.endswith("/models"):
+                writer.write(MODELS)
+                await writer.drain()
+            elif path == "/bench/pace":
+                state.answer_s = float(json.loads(body))
+                writer.write(_json_reply(state.answer_s))
+                await writer.drain()
+            elif path == "/bench/calls":
+                writer.write(_json_reply(state.calls))
+                await writer.drain()
             else:
                 writer.write(NOT_FOUND)
                 await writer.drain()
@@ -105,8 +145,9 @@ async def _serve(
 
 
 async def main(port: int, answer_s: float) -> None:
+    state = State(answer_s)
     server = await asyncio.start_server(
-        lambda r, w: _serve(r, w, answer_s), "127.0.0.1", port, backlog=1024
+        lambda r, w: _serve(r, w, state), "127.0.0.1", port, backlog=1024
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
