@@ -89,7 +89,8 @@ class TurnBook:
         if isinstance(payload, TurnComplete):
             data["memory"] = memory_out(self.chat).model_dump(mode="json", by_alias=True)
             metrics.provider_latency.observe(time.perf_counter() - self.started)
-        await self.books.recorder.record(self.chat, self.turn_seq, self.durations)
+        recorder = self.books.recorder
+        await recorder.record(self.chat, self.turn_seq, self.durations, self.handle.events)
 
     async def _project(self, usage: ContextUsage | None) -> None:
         try:
