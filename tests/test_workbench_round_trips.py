@@ -124,9 +124,9 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
     """Before the first byte: the token, the session's row, the owner's configuration
     (prompts, skills, selection and groups: read fresh, so a change made through another
     process counts from the next send), the lease, the ledger's head (has another process
-    appended?) and the user's message. After it: the answer, its usage, the lease given
-    back, the projection, and the message index of the turn's messages as the session has them
-    in memory (the ledger is not read again)."""
+    appended?) and the user's message. After it: the answer, the lease given back, the turn's
+    usage with the session's projection, and the message index of the turn's messages as the
+    session has them in memory (the ledger is not read again)."""
     wb = start_workbench()
     api = wb.user("rita")
     session_id = api.new_session()["id"]
@@ -134,9 +134,9 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
     with counting(monkeypatch) as statements:
         before, after = measured_send(api, session_id, statements)
     report = "\n".join(["before:", *before, "after:", *after])
-    assert transactions(before) + transactions(after) == 11, report
+    assert transactions(before) + transactions(after) == 10, report
     assert transactions(before) <= 6, report
-    assert transactions(after) <= 5, report
+    assert transactions(after) <= 4, report
     assert not any("ledger_events.event_json" in t for t in after), report
     configuration = [t for t in before if "wb_prompts" in t or "wb_groups" in t]
     assert len(configuration) == 2, report
