@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from youyou.workbench.store.usage import TurnUsageRecord
 
 StartWorkbench = Callable[..., Workbench]
 JANUARY = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 async def backdate(db_url: str, owner_id: str, when: datetime) -> None:
@@ -135,9 +137,13 @@ async def test_every_account_is_summed_by_one_query(db_url: str) -> None:
         for n in range(5):
             user = await store.create_user(f"user{n}", "hash")
             for turn in range(n):
-                await store.record_turn_usage(
-                    TurnUsageRecord(user.id, f"s{n}", turn, "m", 10 * n, n, None)
-                )
+                record = TurnUsageRecord(user.id, f"s{n}", turn, "m", 10 * n, n, None)
+                async with engine.begin() as conn:
+                    await conn.execute(
+                        turn_usage.insert().values(
+                            {**asdict(record), "id": f"u{n}-{turn}", "created_at": NOW}
+                        )
+                    )
         statements: list[str] = []
         event.listen(
             engine.sync_engine,

@@ -164,6 +164,27 @@ async def test_a_long_session_is_indexed_in_batches_once_and_deleted_with_it(
     assert await store.tool_durations(chat.id) == {}
 
 
+async def test_a_turn_is_indexed_from_memory_only_where_the_index_reaches_it(
+    store: WorkbenchStore,
+) -> None:
+    """The turn's own messages are indexed without reading the ledger when the index holds
+    everything before them; a gap (an earlier turn's indexing failed) is left to the ledger."""
+    owner = await store.create_user("hal", "hash")
+    chat = chat_record(owner.id, title="turns")
+    await store.create_chat_session(chat)
+    first = [MessageText(1, "user", "disk full", T0), MessageText(2, "assistant", "ok", T0)]
+    assert await store.index_messages_after(chat.id, 0, first)
+    assert await store.indexed_through(chat.id) == 2
+    later = [MessageText(5, "user", "and now?", T0)]
+    assert not await store.index_messages_after(chat.id, 4, later)  # seq 3 and 4 are missing
+    assert await store.indexed_through(chat.id) == 2, "nothing written past a gap"
+    again = [*first, MessageText(3, "user", "more", T0)]
+    assert await store.index_messages_after(chat.id, 0, again)  # the indexed ones left out
+    assert await store.indexed_through(chat.id) == 3
+    [hit] = (await store.search_chat_sessions(owner.id, "more", limit=5, cursor=None))[0]
+    assert hit.message == again[2]
+
+
 def test_a_snippet_marks_every_occurrence_even_where_folding_changes_lengths() -> None:
     parts = snippet("İstanbul: Disk full on disk-2; DISK again", ["disk"])
     assert [(p.text, p.match) for p in parts] == [

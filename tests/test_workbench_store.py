@@ -302,18 +302,22 @@ async def test_a_selection_is_upserted_deduplicated_and_keeps_only_owned_ids(
     assert (cleared.system_prompt_id, cleared.skill_ids) == (None, ())
 
 
-async def test_assets_are_one_owners_prompts_skills_and_selection(
+async def test_assets_are_one_owners_prompts_skills_selection_and_groups(
     store: WorkbenchStore, alice: UserRecord, bob: UserRecord
 ) -> None:
-    assert await store.assets(alice.id) == OwnerAssets([], [], None)
+    assert await store.assets(alice.id) == OwnerAssets([], [], None, frozenset())
     prompt = await store.create_prompt(alice.id, "P", "p")
     skill = await _skill(store, alice, "alpha")
     await _skill(store, bob, "beta")
     selection = await store.save_selection(alice.id, prompt.id, [skill.id])
+    oncall, dba = await store.create_group("On-Call"), await store.create_group("dba")
+    await store.add_member(oncall.id, alice.id)
+    await store.add_member(dba.id, bob.id)
 
     assets = await store.assets(alice.id)
 
-    assert assets == OwnerAssets([prompt], [skill], selection)
+    assert assets == OwnerAssets([prompt], [skill], selection, frozenset({"on-call"}))
+    assert assets.groups == await store.group_names_of(alice.id)
     assert assets.prompts == await store.list_prompts(alice.id)
     assert assets.skills == await store.list_skills(alice.id)
 

@@ -67,6 +67,8 @@ class UserConfiguration:
     skills: list[SkillRecord]
     system_prompt_id: str
     skill_ids: list[str]
+    groups: frozenset[str]
+    """The folded names of the user's groups, which access lists match."""
 
 
 async def read_configuration(store: WorkbenchStore, owner_id: str) -> UserConfiguration:
@@ -93,7 +95,7 @@ async def read_configuration(store: WorkbenchStore, owner_id: str) -> UserConfig
         list(selection.skill_ids),
     ):
         await store.save_selection(owner_id, prompt_id, chosen)
-    return UserConfiguration(prompts, skills, prompt_id, chosen)
+    return UserConfiguration(prompts, skills, prompt_id, chosen, assets.groups)
 
 
 @lru_cache(maxsize=1024)
@@ -102,17 +104,16 @@ def skill_definition(content: str) -> SkillDefinition:
     return parse_skill_md(SKILL_FILENAME, content.encode()).to_definition()
 
 
-async def turn_options(
-    store: WorkbenchStore,
-    owner_id: str,
+def turn_options(
+    config: UserConfiguration,
     *,
     tool_use: bool,
     tools: Sequence[ToolHandler] = (),
     language: Language = "en",
 ) -> TurnOptions:
-    """Without tool use the model gets no tools and no catalog (it could not load a skill);
-    ``/name`` of a selected skill still works. ``tools`` are the user's MCP tools."""
-    config = await read_configuration(store, owner_id)
+    """``config`` as ``read_configuration`` read it for this send. Without tool use the model
+    gets no tools and no catalog (it could not load a skill); ``/name`` of a selected skill
+    still works. ``tools`` are the user's MCP tools."""
     selected = next(p for p in config.prompts if p.id == config.system_prompt_id)
     prompt = in_language(selected, language)
     by_id = {s.id: s for s in config.skills}

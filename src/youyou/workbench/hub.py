@@ -73,7 +73,7 @@ class SessionHub:
         books = Books(
             store=store,
             metrics=metrics,
-            usage=UsageBook(store, metrics, prices or {}),
+            usage=UsageBook(metrics, prices or {}),
             recorder=self.recorder,
         )
         self._runner = TurnRunner(

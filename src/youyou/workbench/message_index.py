@@ -87,12 +87,24 @@ class TurnRecorder:
         self._storage = storage
 
     async def record(
-        self, chat: ChatSessionRecord, turn_seq: int, durations: Mapping[str, int]
+        self,
+        chat: ChatSessionRecord,
+        turn_seq: int,
+        durations: Mapping[str, int],
+        events: Sequence[LedgerEvent],
     ) -> None:
-        """``turn_seq`` 0: the turn ended before it started (no durations to keep)."""
+        """``events``: the session's ledger events in memory, the turn's among them (from
+        ``turn_seq``, its user message; 0: the turn ended before it started, no durations to
+        keep). They are indexed without reading the ledger again when the index already
+        reaches the turn; otherwise the ledger fills what is missing."""
         try:
             if turn_seq:
                 await self._store.save_tool_durations(chat.id, turn_seq, durations)
+            # a compaction during the turn may have released its first events from memory
+            if turn_seq and events and events[0].seq <= turn_seq:
+                texts = message_texts([e for e in events if e.seq >= turn_seq])
+                if await self._store.index_messages_after(chat.id, turn_seq - 1, texts):
+                    return
             await self.catch_up(chat)
         except AgentError:
             logger.warning("recording the turn of session %s failed", chat.id, exc_info=True)

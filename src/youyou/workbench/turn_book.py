@@ -26,8 +26,9 @@ from youyou.domain.events import (
 from youyou.workbench.errors import ApiError
 from youyou.workbench.message_index import TurnRecorder
 from youyou.workbench.metrics import Metrics
-from youyou.workbench.projection import memory_out, store_projection
+from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.usage import TurnUsageRecord
 from youyou.workbench.turn_events import TURN_END_EVENTS
 from youyou.workbench.usage import UsageBook
 
@@ -79,23 +80,28 @@ class TurnBook:
             self.turn_seq = payload.user_message_seq
         if payload.type not in TURN_END_EVENTS:
             return
-        usage: ContextUsage | None = None
         if isinstance(payload, TurnComplete):
             model_id = self.handle.model.model_id
-            cost = await self.books.usage.record(self.chat, model_id, self.turn_seq, payload.usage)
-            data["usage"]["cost"] = cost
-            usage = payload.context
-        await self._project(usage)
-        if isinstance(payload, TurnComplete):
+            used = self.books.usage.priced(self.chat, model_id, self.turn_seq, payload.usage)
+            data["usage"]["cost"] = used.cost
+            await self._project(payload.context, used)
             data["memory"] = memory_out(self.chat).model_dump(mode="json", by_alias=True)
             metrics.provider_latency.observe(time.perf_counter() - self.started)
-        await self.books.recorder.record(self.chat, self.turn_seq, self.durations)
+        else:
+            await self._project(None, None)
+        recorder = self.books.recorder
+        await recorder.record(self.chat, self.turn_seq, self.durations, self.handle.events)
 
-    async def _project(self, usage: ContextUsage | None) -> None:
+    async def _project(self, usage: ContextUsage | None, used: TurnUsageRecord | None) -> None:
+        """The projection, with a completed turn's usage row in the same transaction."""
+        projected = project_chat(self.chat, self.handle, usage, compacted=self.compacted)
+        store = self.books.store
         try:
-            self.chat = await store_projection(
-                self.books.store, self.chat, self.handle, usage, compacted=self.compacted
-            )
+            if used is None:
+                await store.update_chat_session(projected.id, projected.projection)
+            else:
+                await store.record_completed_turn(used, projected.projection)
+            self.chat = projected
         except (AgentError, ApiError):
             logger.warning(
                 "storing the projection of session %s failed", self.chat.id, exc_info=True

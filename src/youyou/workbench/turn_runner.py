@@ -35,7 +35,7 @@ from youyou.ports.tool import ToolHandler
 from youyou.ports.turn import TurnOptions
 from youyou.workbench.access import AccessLists, Member
 from youyou.workbench.approvals import ApprovalDesk, TurnApprovals
-from youyou.workbench.assembly import turn_options
+from youyou.workbench.assembly import read_configuration, turn_options
 from youyou.workbench.errors import (
     ApiCode,
     ApiError,
@@ -134,19 +134,21 @@ class TurnRunner:
     async def options(
         self, owner_id: str, handle: SessionHandle, language: Language
     ) -> TurnOptions:
+        """Read fresh on every send, in one transaction: the owner's prompt, skills and
+        groups (a change made through another process counts from the next send)."""
+        config = await read_configuration(self._store, owner_id)
         tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
-        return await turn_options(
-            self._store,
-            owner_id,
+        return turn_options(
+            config,
             tool_use=tool_use,
-            tools=await self._tools(owner_id) if tool_use else (),
+            tools=await self._tools(owner_id, config.groups) if tool_use else (),
             language=language,
         )
 
-    async def _tools(self, owner_id: str) -> tuple[ToolHandler, ...]:
+    async def _tools(self, owner_id: str, groups: frozenset[str]) -> tuple[ToolHandler, ...]:
         """The MCP tools the owner may use; ``search_knowledge`` over the shared sources they
-        may read and their own uploads (their groups are read fresh on every send)."""
-        member = Member(owner_id, await self._store.group_names_of(owner_id))
+        may read and their own uploads."""
+        member = Member(owner_id, groups)
         knowledge = self._knowledge
         searching = (
             (knowledge.tool(owner_id, self._access.knowledge(member)),)
@@ -190,7 +192,7 @@ class TurnRunner:
             return False
         await self._store.settle_approvals(chat.id)
         chat = await store_projection(self._store, chat, handle, None, compacted=False)
-        await self._books.recorder.record(chat, 0, {})
+        await self._books.recorder.record(chat, 0, {}, handle.events)
         return True
 
     def cancel_turns_of(self, owner_id: str) -> None:

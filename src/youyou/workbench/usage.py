@@ -3,36 +3,29 @@ and shown per answer, per session and per user (``GET /usage``)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
 from youyou.config import ModelPrice
-from youyou.domain.errors import AgentError
 from youyou.domain.model import Usage
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.schemas import UsageOut
-from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store import ChatSessionRecord
 from youyou.workbench.store.usage import TurnUsageRecord, UsageTotals
-
-logger = logging.getLogger(__name__)
 
 
 class UsageBook:
     """Prices are those of ``[[providers.models]]`` when the server started; a turn's cost is
     computed once, when it completes, and stored with it."""
 
-    def __init__(
-        self, store: WorkbenchStore, metrics: Metrics, prices: Mapping[str, ModelPrice]
-    ) -> None:
-        self._store = store
+    def __init__(self, metrics: Metrics, prices: Mapping[str, ModelPrice]) -> None:
         self._metrics = metrics
         self._prices = prices
 
-    async def record(
+    def priced(
         self, chat: ChatSessionRecord, model_id: str, turn_seq: int, usage: Usage
-    ) -> float | None:
-        """Store and count a completed turn's usage; its cost (None without prices). The
-        turn is in the ledger whatever happens here: a row that cannot be stored is logged."""
+    ) -> TurnUsageRecord:
+        """A completed turn's usage, counted, with its cost (None without prices), to be
+        stored with the session's projection (``record_completed_turn``)."""
         price = self._prices.get(model_id)
         cost = price.cost(usage.input_tokens, usage.output_tokens) if price else None
         tokens = self._metrics.tokens
@@ -40,7 +33,7 @@ class UsageBook:
         tokens.labels(direction="output", model=model_id).inc(usage.output_tokens)
         if cost is not None:
             self._metrics.cost.labels(model=model_id).inc(cost)
-        record = TurnUsageRecord(
+        return TurnUsageRecord(
             chat.owner_id,
             chat.id,
             turn_seq,
@@ -49,11 +42,6 @@ class UsageBook:
             usage.output_tokens,
             cost,
         )
-        try:
-            await self._store.record_turn_usage(record)
-        except AgentError:
-            logger.warning("storing the usage of session %s failed", chat.id, exc_info=True)
-        return cost
 
 
 def usage_out(totals: UsageTotals | TurnUsageRecord) -> UsageOut:

@@ -52,7 +52,7 @@ def _acquire(postgresql_dialect: bool) -> Executable:
             "cancel_requested": False,
         },
         where=or_(ours, _lease.expires_at <= bindparam("now")),
-    )
+    ).returning(_lease.holder)
 
 
 _HOLDER = select(_lease.holder).where(_lease.session_id == bindparam("session_id"))
@@ -89,7 +89,10 @@ class SqlSessionLeases:
         }
         action = f"acquiring the lease of session {session_id!r}"
         async with transaction(self._engine, action, write=True) as conn:
-            await conn.execute(_acquire(self._postgresql), values)
+            # A row comes back when the lease is taken; none when a live one is another's.
+            taken = (await conn.execute(_acquire(self._postgresql), values)).first()
+            if taken is not None:
+                return None
             current: str | None = await conn.scalar(_HOLDER, {"session_id": session_id})
         return None if current == holder else current
 

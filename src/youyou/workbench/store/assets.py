@@ -17,6 +17,7 @@ from sqlalchemy import Select, Table, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.workbench.store.base import StoreBase, columns_of, now
+from youyou.workbench.store.groups import group_names
 from youyou.workbench.store.records import (
     OwnerAssets,
     PromptRecord,
@@ -61,12 +62,13 @@ class AssetQueries(StoreBase):
             return await _prompts(conn, owner_id)
 
     async def assets(self, owner_id: str) -> OwnerAssets:
-        """What a send assembles from, in one round trip instead of three."""
-        async with self._transaction("loading prompts, skills and the selection") as conn:
+        """What a send assembles from, in one transaction instead of four."""
+        async with self._transaction("loading prompts, skills, the selection, groups") as conn:
             return OwnerAssets(
                 await _prompts(conn, owner_id),
                 await _skills(conn, owner_id),
                 await _selection(conn, owner_id),
+                await group_names(conn, owner_id),
             )
 
     async def prompt(self, owner_id: str, prompt_id: str) -> PromptRecord | None:

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Update, and_, case, delete, func, or_, select, tuple_, update
 
 from youyou.adapters.storage.catalog import (
     SortKey,
@@ -90,13 +90,8 @@ class ChatSessionQueries(StoreBase):
     async def update_chat_session(self, session_id: str, projection: SessionProjection) -> bool:
         """Replace the projection; False if there is no such session. The projection's title
         replaces only the untitled placeholder, so a rename made while a turn ran is kept."""
-        row = _row(projection)
-        untitled = chat_sessions.c.title == UNTITLED_SESSION
-        for column in ("title", "title_folded"):
-            row[column] = case((untitled, row[column]), else_=chat_sessions.c[column])
-        stmt = update(chat_sessions).where(chat_sessions.c.id == session_id).values(row)
         async with self._transaction("updating a chat session", write=True) as conn:
-            return bool((await conn.execute(stmt)).rowcount)
+            return bool((await conn.execute(projection_update(session_id, projection))).rowcount)
 
     async def rename_chat_session(self, session_id: str, title: str) -> bool:
         """The title the user chose; False if there is no such session. The order of the
@@ -113,6 +108,15 @@ class ChatSessionQueries(StoreBase):
         stmt = delete(chat_sessions).where(chat_sessions.c.id == session_id)
         async with self._transaction("deleting a chat session", write=True) as conn:
             return bool((await conn.execute(stmt)).rowcount)
+
+
+def projection_update(session_id: str, projection: SessionProjection) -> Update:
+    """The projection's title replaces only the untitled placeholder."""
+    row = _row(projection)
+    untitled = chat_sessions.c.title == UNTITLED_SESSION
+    for column in ("title", "title_folded"):
+        row[column] = case((untitled, row[column]), else_=chat_sessions.c[column])
+    return update(chat_sessions).where(chat_sessions.c.id == session_id).values(row)
 
 
 def _row(fields: ChatSessionRecord | SessionProjection) -> dict[str, Any]:

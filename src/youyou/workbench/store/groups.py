@@ -7,6 +7,7 @@ from datetime import datetime
 from uuid import uuid4
 
 from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.adapters.storage.catalog import fold
 from youyou.workbench.store.base import StoreBase, now
@@ -76,13 +77,8 @@ class GroupQueries(StoreBase):
 
     async def group_names_of(self, user_id: str) -> frozenset[str]:
         """The folded names of the user's groups, which ``groups`` access lists match."""
-        query = (
-            select(groups.c.name_folded)
-            .select_from(group_members.join(groups, group_members.c.group_id == groups.c.id))
-            .where(group_members.c.user_id == user_id)
-        )
         async with self._transaction("reading a user's groups") as conn:
-            return frozenset((await conn.execute(query)).scalars())
+            return await group_names(conn, user_id)
 
     async def add_invite(self, token_hash: str, created_by: str, expires_at: datetime) -> None:
         row = {
@@ -103,3 +99,12 @@ class GroupQueries(StoreBase):
         )
         async with self._transaction("checking an invite") as conn:
             return (await conn.execute(query)).first() is not None
+
+
+async def group_names(conn: AsyncConnection, user_id: str) -> frozenset[str]:
+    query = (
+        select(groups.c.name_folded)
+        .select_from(group_members.join(groups, group_members.c.group_id == groups.c.id))
+        .where(group_members.c.user_id == user_id)
+    )
+    return frozenset((await conn.execute(query)).scalars())

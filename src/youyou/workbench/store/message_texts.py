@@ -52,17 +52,7 @@ class MessageTextQueries(StoreBase):
         """Idempotent: a message indexed twice stays one row."""
         if not texts:
             return
-        rows = [
-            {
-                "chat_session_id": chat_session_id,
-                "seq": t.seq,
-                "role": t.role,
-                "body": t.body,
-                "body_folded": fold(t.body),
-                "created_at": t.created_at,
-            }
-            for t in texts
-        ]
+        rows = _rows(chat_session_id, texts)
         async with self._transaction("indexing message text", write=True) as conn:
             for start in range(0, len(rows), INSERT_BATCH):
                 batch = rows[start : start + INSERT_BATCH]
@@ -70,13 +60,28 @@ class MessageTextQueries(StoreBase):
                     self._insert(message_texts).values(batch).on_conflict_do_nothing()
                 )
 
+    async def index_messages_after(
+        self, chat_session_id: str, known_after: int, texts: Sequence[MessageText]
+    ) -> bool:
+        """``texts``, the messages after seq ``known_after`` as the caller has them, indexed
+        in one transaction, those already indexed left out; False, and nothing written, when
+        the index does not reach ``known_after`` yet (the caller reads the ledger instead)."""
+        async with self._transaction("indexing message text", write=True) as conn:
+            through = int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
+            if through < known_after:
+                return False
+            rows = _rows(chat_session_id, [t for t in texts if t.seq > through])
+            for start in range(0, len(rows), INSERT_BATCH):
+                batch = rows[start : start + INSERT_BATCH]
+                await conn.execute(
+                    self._insert(message_texts).values(batch).on_conflict_do_nothing()
+                )
+        return True
+
     async def indexed_through(self, chat_session_id: str) -> int:
         """The newest ledger seq indexed for the session (0: none)."""
-        query = select(func.coalesce(func.max(message_texts.c.seq), 0)).where(
-            message_texts.c.chat_session_id == chat_session_id
-        )
         async with self._transaction("reading the message index") as conn:
-            return int((await conn.execute(query)).scalar_one())
+            return int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
 
     async def unindexed_chat_sessions(self, limit: int) -> list[ChatSessionRecord]:
         """Sessions with messages but no indexed text (from before the index existed)."""
@@ -149,3 +154,23 @@ def _newest_matches(session_ids: list[str], matches: ColumnElement[bool]) -> Sel
         .subquery()
     )
     return select(ranked).where(ranked.c.rank == 1)
+
+
+def _indexed_through(chat_session_id: str) -> Select[Any]:
+    return select(func.coalesce(func.max(message_texts.c.seq), 0)).where(
+        message_texts.c.chat_session_id == chat_session_id
+    )
+
+
+def _rows(chat_session_id: str, texts: Sequence[MessageText]) -> list[dict[str, Any]]:
+    return [
+        {
+            "chat_session_id": chat_session_id,
+            "seq": t.seq,
+            "role": t.role,
+            "body": t.body,
+            "body_folded": fold(t.body),
+            "created_at": t.created_at,
+        }
+        for t in texts
+    ]

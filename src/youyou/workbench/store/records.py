@@ -92,11 +92,13 @@ class SelectionRecord:
 
 @dataclass(frozen=True, slots=True)
 class OwnerAssets:
-    """All of one user's prompts and skills and their selection, read in one transaction."""
+    """All of one user's prompts and skills, their selection and the folded names of their
+    groups (which access lists match), read in one transaction: what a send assembles."""
 
     prompts: list[PromptRecord]
     skills: list[SkillRecord]
     selection: SelectionRecord | None
+    groups: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)

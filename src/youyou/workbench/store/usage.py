@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import and_, func, select
 
 from youyou.workbench.store.base import StoreBase, now
+from youyou.workbench.store.chat_sessions import projection_update
+from youyou.workbench.store.records import SessionProjection
 from youyou.workbench.store.tables import turn_usage, users
 
 
@@ -65,10 +67,14 @@ def _totals(model_id: str | None, row: Sequence[Any]) -> UsageTotals:
 
 
 class UsageQueries(StoreBase):
-    async def record_turn_usage(self, record: TurnUsageRecord) -> None:
+    async def record_completed_turn(
+        self, record: TurnUsageRecord, projection: SessionProjection
+    ) -> None:
+        """A completed turn's usage and its session's new projection, in one transaction."""
         values = {**asdict(record), "id": uuid.uuid4().hex, "created_at": now()}
-        async with self._transaction("storing a turn's usage", write=True) as conn:
+        async with self._transaction("storing a completed turn", write=True) as conn:
             await conn.execute(turn_usage.insert().values(values))
+            await conn.execute(projection_update(record.chat_session_id, projection))
 
     async def session_turn_usage(self, chat_session_id: str) -> dict[int, TurnUsageRecord]:
         """The usage of each completed turn of a session, by the seq of its user message."""
