@@ -273,7 +273,8 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
     """Both servers hold an idle copy; while a third holder has the lease (as when the other
     server drops its outdated copy), the up-to-date copy waits instead of being dropped, so
     its memories are still extracted, once."""
-    a, b = start_pair(extra="[server]\nsession_idle_s = 1", memory=True)
+    # idle after 3 s: long enough that no sweep runs between the sends and the third holder
+    a, b = start_pair(extra="[server]\nsession_idle_s = 3", memory=True)
     on_a, on_b = same_user(a, b, "gina")
     sid = on_a.new_session()["id"]
     on_a.send(sid, "first, on a")
@@ -282,7 +283,7 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
     other = "youyou serve, pid 1 on another-host (test)"  # a live holder elsewhere
     assert asyncio.run(_lease(pg_url, ledger_id, other, acquire=True)) is None
     try:
-        time.sleep(2.5)  # both copies are idle now, and the reapers have found the lease busy
+        time.sleep(5.5)  # both copies are idle now, and the reapers have found the lease busy
         assert (open_sessions(on_a), open_sessions(on_b)) == (1, 1)
         assert extraction_requests(fake_model) == []
     finally:
