@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from fakes.openai_server import OpenAIStream
 from server_kit import Api, Workbench
 
 StartWorkbench = Callable[..., Workbench]
@@ -131,6 +132,9 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
     api = wb.user("rita")
     session_id = api.new_session()["id"]
     api.send(session_id, "hello")  # resumes the session, makes the default prompt
+    # the model waits 1 s before answering, so the answer's writes cannot land before the
+    # client has read the stream's first byte (that split is what is counted)
+    wb.model.enqueue(OpenAIStream().delay(1.0).text("db-1 is fine").finish().usage(10, 5).reply())
     with counting(monkeypatch) as statements:
         before, after = measured_send(api, session_id, statements)
     report = "\n".join(["before:", *before, "after:", *after])
