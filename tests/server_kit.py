@@ -47,6 +47,20 @@ def free_port() -> int:
         return port
 
 
+CHEAP_HASHING = "password_hash_memory_kib = 8192\npassword_hash_iterations = 1\n"
+"""Argon2id at 8 MiB and 1 pass: a sign-up costs milliseconds instead of a fifth of a second,
+and the many sign-ups of the suite still go through the real hashing."""
+
+
+def with_server_keys(toml: str, keys: str) -> str:
+    """``toml`` with ``keys`` in its ``[server]`` table (one is added when it has none)."""
+    lines = toml.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.strip() == "[server]":
+            return "".join([*lines[: index + 1], keys, *lines[index + 1 :]])
+    return f"[server]\n{keys}\n{toml}"
+
+
 def write_config(
     root: Path,
     database_url: str,
@@ -59,8 +73,12 @@ def write_config(
     model_keys: str = "",
 ) -> Path:
     """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` and
-    ``model_keys`` are more lines of its ``[memory]`` and ``[[providers.models]]`` tables."""
+    ``model_keys`` are more lines of its ``[memory]`` and ``[[providers.models]]`` tables.
+    Password hashes are made at the lowest cost the server accepts (``CHEAP_HASHING``), unless
+    ``extra`` sets their cost itself."""
     config = root / "youyou.toml"
+    if "password_hash_" not in extra:
+        extra = with_server_keys(extra, CHEAP_HASHING)
     config.write_text(
         f'[database]\nurl = "{database_url}"\n\n'
         f"[memory]\nenabled = {'true' if memory else 'false'}\n{memory_keys}\n\n"

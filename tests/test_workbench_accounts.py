@@ -179,12 +179,17 @@ def logins_together(wb: Workbench, username: str, addresses: list[str]) -> list[
     return responses
 
 
+DEFAULT_HASHING = "password_hash_memory_kib = 65536\npassword_hash_iterations = 3"
+"""The default cost (the suite's servers hash cheaply): logins sent together overlap in the
+hashing gate."""
+
+
 def test_a_flood_of_sign_ins_is_refused_at_once_beyond_the_hashing_queue(
     start_workbench: StartWorkbench,
 ) -> None:
     """One hash at a time and nobody waiting: of logins arriving together, those that find
     the slot taken get 503 with Retry-After instead of queuing."""
-    wb = start_workbench(extra="[server]\nhash_concurrency = 1\nhash_queue = 0")
+    wb = start_workbench(extra=f"[server]\nhash_concurrency = 1\nhash_queue = 0\n{DEFAULT_HASHING}")
     wb.user("ivan")
     responses = logins_together(wb, "ivan", [f"127.0.1.{i}" for i in range(1, 9)])
     statuses = sorted(r.status_code for r in responses)
@@ -196,7 +201,8 @@ def test_a_flood_of_sign_ins_is_refused_at_once_beyond_the_hashing_queue(
 def test_one_address_cannot_fill_the_hashing_queue(start_workbench: StartWorkbench) -> None:
     """Two sign-ins per address hash or wait at a time; the rest of a burst from that address
     gets 429 at once, leaving the queue to the others."""
-    wb = start_workbench(extra="[server]\nhash_concurrency = 1\nhash_queue = 16")
+    keys = f"[server]\nhash_concurrency = 1\nhash_queue = 16\n{DEFAULT_HASHING}"
+    wb = start_workbench(extra=keys)
     wb.user("judd")
     responses = logins_together(wb, "judd", ["127.0.1.9"] * 6)
     statuses = sorted(r.status_code for r in responses)
@@ -211,7 +217,10 @@ def test_sign_ins_refused_for_a_busy_gate_count_against_the_address(
 ) -> None:
     """A burst from one address that the gate turns away uses up that address's attempts, so
     it stops reaching the gate; other addresses sign in as before."""
-    keys = "[server]\nhash_concurrency = 1\nhash_queue = 0\naddress_login_attempts = 3"
+    keys = (
+        "[server]\nhash_concurrency = 1\nhash_queue = 0\naddress_login_attempts = 3\n"
+        f"{DEFAULT_HASHING}"
+    )
     wb = start_workbench(extra=keys)
     wb.user("kurt")
     burst = logins_together(wb, "kurt", ["127.0.1.20"] * 8)

@@ -55,7 +55,9 @@ def unique_words(size: int) -> str:
 def test_healthz_answers_while_a_big_knowledge_upload_is_indexed(
     start_workbench: StartWorkbench,
 ) -> None:
-    wb = start_workbench()
+    # A server process of its own: in this process the test's own threads (the uploading
+    # client, pytest) would take the interpreter lock from the server's event loop.
+    wb = start_workbench(process=True)
     api = wb.user("alice")
     document = unique_words(2 * 1024 * 1024 - 100)  # the largest upload
     uploaded: list[int] = []

@@ -42,14 +42,16 @@ async def _opened(config: Path | None) -> AsyncIterator[tuple[Accounts, Workbenc
     from youyou.adapters.storage.engine import upgrade_database
     from youyou.config import load_settings
     from youyou.workbench.accounts import Accounts
-    from youyou.workbench.auth import hash_password
+    from youyou.workbench.auth import Passwords
     from youyou.workbench.store import WorkbenchStore
 
-    url = load_settings(config).database.url
+    settings = load_settings(config)
+    passwords = Passwords(settings.server)
+    url = settings.database.url
     await upgrade_database(url)
     store = await WorkbenchStore.open(url)
     try:
-        yield Accounts(store, lambda password: asyncio.to_thread(hash_password, password)), store
+        yield Accounts(store, lambda password: asyncio.to_thread(passwords.hash, password)), store
     finally:
         await store.close()
 

@@ -100,8 +100,16 @@ class ServerSettings(Section):
     of them is taken to come from the address its ``X-Forwarded-For`` names (and its scheme
     from ``X-Forwarded-Proto``), so the per-address limits count each client. Empty (the
     default): the headers are ignored, since any client could forge them."""
+    password_hash_memory_kib: int = Field(64 * 1024, ge=8 * 1024)
+    """Memory of one Argon2id password hash, in KiB. With ``password_hash_iterations`` = 3
+    the default is RFC 9106's recommended setting for memory-constrained machines; less makes
+    sign-ins cheaper and a stolen database's hashes cheaper to crack. Hashes made with other
+    settings still verify and are redone with these at their owner's next sign-in."""
+    password_hash_iterations: PositiveInt = 3
+    """Argon2id passes over that memory per password hash."""
     hash_concurrency: PositiveInt | None = None
-    """Password hashes computed at once (each takes 64 MiB and a core); None: the CPU count."""
+    """Password hashes computed at once (each takes ``password_hash_memory_kib`` and a core);
+    None: the CPU count."""
     hash_queue: NonNegativeInt | None = None
     """Sign-ins waiting for a hashing slot, beyond which one more is refused at once with 503;
     None: 2 × ``hash_concurrency``, so a sign-in waits at most about three hash times."""

@@ -26,7 +26,7 @@ from youyou.workbench.access import (
     promote_admins,
 )
 from youyou.workbench.assembly import MANDATORY_CHAT_INSTRUCTIONS
-from youyou.workbench.auth import Authenticator, Throttles
+from youyou.workbench.auth import Authenticator, Passwords, Throttles
 from youyou.workbench.context import RequestContext, Workbench, error_body, request_id
 from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, language_of
 from youyou.workbench.hub import SessionHub
@@ -138,7 +138,10 @@ def create_app(
             prices=settings.model_prices(),
         )
         authenticator = Authenticator(
-            store, Throttles.of(server), timedelta(hours=server.token_ttl_hours)
+            store,
+            Throttles.of(server),
+            timedelta(hours=server.token_ttl_hours),
+            Passwords(server),
         )
         oidc = server.oidc
         sign_on = OidcLogin(oidc, store, server.admins) if oidc is not None else None

@@ -9,7 +9,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from functools import cached_property
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -20,14 +20,38 @@ from youyou.workbench.passwords import check_new_password
 from youyou.workbench.store import InviteUnusable, UsernameTaken, UserRecord, WorkbenchStore
 from youyou.workbench.throttle import HashGate, LoginLimiter, SlidingWindow
 
-_hasher = PasswordHasher()  # argon2-cffi's defaults are Argon2id with RFC 9106 parameters
 
+class Passwords:
+    """Argon2id hashes at the cost ``[server]`` sets (``password_hash_memory_kib``,
+    ``password_hash_iterations``; 4 lanes)."""
 
-@lru_cache(maxsize=1)
-def _dummy_hash() -> str:
-    """Verified when the username is unknown, so both answers take as long (no user
-    enumeration); made on first use, not at import."""
-    return _hasher.hash("youyou-no-such-user")
+    def __init__(self, server: ServerSettings) -> None:
+        self._hasher = PasswordHasher(
+            time_cost=server.password_hash_iterations,
+            memory_cost=server.password_hash_memory_kib,
+            parallelism=4,
+        )
+
+    def hash(self, password: str) -> str:
+        """The hash of a password that passed ``check_new_password``."""
+        return self._hasher.hash(password)
+
+    def verify(self, stored_hash: str | None, password: str) -> bool:
+        """``None`` (no such user) verifies against a dummy hash of the same cost, so both
+        answers take as long (no user enumeration)."""
+        try:
+            return self._hasher.verify(stored_hash or self._dummy_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    def outdated(self, stored_hash: str) -> bool:
+        """True for a hash made at another cost: it is redone at the next sign-in."""
+        return self._hasher.check_needs_rehash(stored_hash)
+
+    @cached_property
+    def _dummy_hash(self) -> str:
+        """Made on first use (in a hashing worker thread), not at start-up."""
+        return self._hasher.hash("youyou-no-such-user")
 
 
 def token_digest(token: str) -> str:
@@ -83,10 +107,17 @@ class Throttles:
 
 
 class Authenticator:
-    def __init__(self, store: WorkbenchStore, throttles: Throttles, token_ttl: timedelta) -> None:
+    def __init__(
+        self,
+        store: WorkbenchStore,
+        throttles: Throttles,
+        token_ttl: timedelta,
+        passwords: Passwords,
+    ) -> None:
         self._store = store
         self._throttles = throttles
         self._ttl = token_ttl
+        self._passwords = passwords
 
     async def register(
         self, username: str, password: str, address: str, invite: str | None = None
@@ -102,7 +133,7 @@ class Authenticator:
         if await self._store.user_by_name(username) is not None:
             raise ApiError(ApiCode.AUTH_USERNAME_TAKEN)
         self._throttles.registrations.record(address)
-        digest = await self._throttles.hashing.run(address, _hasher.hash, password)
+        digest = await self._throttles.hashing.run(address, self._passwords.hash, password)
         try:
             return await self._store.create_user(username, digest, invite_hash=invite_hash)
         except UsernameTaken:
@@ -112,7 +143,7 @@ class Authenticator:
 
     async def hash_password(self, password: str, address: str) -> str:
         """A new password's hash, behind the hashing gate like every sign-in."""
-        return await self._throttles.hashing.run(address, _hasher.hash, password)
+        return await self._throttles.hashing.run(address, self._passwords.hash, password)
 
     async def create_invite(self, admin: UserRecord, valid_for: timedelta) -> IssuedInvite:
         """A one-time sign-up token; only its hash is stored."""
@@ -141,7 +172,7 @@ class Authenticator:
         user = await self._store.user_by_name(username)
         try:
             valid = await self._throttles.hashing.run(
-                address, _verify, user.password_hash if user else None, password
+                address, self._passwords.verify, user.password_hash if user else None, password
             )
         except ApiError:
             limiter.refused(address)
@@ -152,6 +183,9 @@ class Authenticator:
         limiter.succeeded(username, address)
         if user.disabled_at is not None:  # said only to whoever knows the password
             raise ApiError(ApiCode.AUTH_ACCOUNT_DISABLED)
+        if user.password_hash and self._passwords.outdated(user.password_hash):
+            digest = await self._throttles.hashing.run(address, self._passwords.hash, password)
+            await self._store.set_password_hash(user.id, digest)
         return user
 
     async def change_password(
@@ -161,7 +195,7 @@ class Authenticator:
         every other token of the user is revoked, ``token`` (the one used here) stays."""
         check_new_password(new, user.username)
         await self._checked(user.username, current, address)
-        digest = await self._throttles.hashing.run(address, _hasher.hash, new)
+        digest = await self._throttles.hashing.run(address, self._passwords.hash, new)
         await self._store.set_password_hash(user.id, digest)
         await self._store.revoke_user_tokens(user.id, keep=token_digest(token))
 
@@ -185,17 +219,3 @@ class Authenticator:
     async def logout_everywhere(self, user: UserRecord) -> None:
         """Every token of the user, the one of this request included."""
         await self._store.revoke_user_tokens(user.id)
-
-
-def hash_password(password: str) -> str:
-    """An Argon2id hash of a password that passed ``check_new_password`` (for the CLI)."""
-    return _hasher.hash(password)
-
-
-def _verify(stored_hash: str | None, password: str) -> bool:
-    """``None`` (no such user) verifies against the dummy hash, made here in the worker thread
-    on first use, so both answers take as long."""
-    try:
-        return _hasher.verify(stored_hash or _dummy_hash(), password)
-    except (VerificationError, InvalidHashError):
-        return False
