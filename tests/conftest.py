@@ -6,7 +6,9 @@ are skipped on a developer machine but fail loudly in CI (``CI=true``).
 
 from __future__ import annotations
 
+import compileall
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+import youyou
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
@@ -22,6 +25,16 @@ from youyou.ports.tracer import Tracer
 from youyou.workbench.store import WorkbenchStore
 
 PG_ADMIN_DSN = os.environ.get("YOUYOU_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile YouYou and the tests' helper programs once, in the main process: the suite
+    starts hundreds of ``youyou`` processes, and where ``PYTHONDONTWRITEBYTECODE`` is set each
+    of them would otherwise compile every module it imports from source."""
+    if not hasattr(config, "workerinput"):  # the xdist controller or a run without workers
+        tests = Path(__file__).parent
+        compileall.compile_dir(Path(youyou.__file__).parent, quiet=1)
+        compileall.compile_dir(tests, quiet=1, maxlevels=1, rx=re.compile(r"[/\\]js[/\\]"))
 
 
 async def _pg_available() -> bool:

@@ -76,7 +76,10 @@ def shared_workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workb
 @pytest.fixture
 def open_page(browser: Browser) -> Iterator[OpenPage]:
     """``open_page(url, user=api, size="phone", locale="zh-CN", scheme="dark")`` → a page,
-    signed in as ``api``'s user if given. Uncaught script errors fail the test."""
+    signed in as ``api``'s user if given. Uncaught script errors fail the test.
+    ``clock=True`` installs Playwright's clock before the page loads: time runs as usual, and
+    ``page.clock.fast_forward(ms)`` jumps ahead, firing the page's timers due by then (a toast
+    that fades after 8 s is checked without waiting 8 s)."""
     contexts = []
     errors: list[str] = []
 
@@ -87,6 +90,7 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
         size: Size = "desktop",
         locale: str = "en-US",
         scheme: Scheme = "light",
+        clock: bool = False,
         **context_options: Any,
     ) -> Page:
         context = browser.new_context(
@@ -103,6 +107,8 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.on("pageerror", lambda error: errors.append(str(error)))
+        if clock:
+            page.clock.install()
         page.goto(url)
         return page
 
