@@ -52,13 +52,13 @@ CHEAP_HASHING = "password_hash_memory_kib = 8192\npassword_hash_iterations = 1\n
 and the many sign-ups of the suite still go through the real hashing."""
 
 
-def with_server_keys(toml: str, keys: str) -> str:
-    """``toml`` with ``keys`` in its ``[server]`` table (one is added when it has none)."""
+def with_table_keys(toml: str, table: str, keys: str) -> str:
+    """``toml`` with ``keys`` in its ``[table]`` (one is added when it has none)."""
     lines = toml.splitlines(keepends=True)
     for index, line in enumerate(lines):
-        if line.strip() == "[server]":
+        if line.strip() == f"[{table}]":
             return "".join([*lines[: index + 1], keys, *lines[index + 1 :]])
-    return f"[server]\n{keys}\n{toml}"
+    return f"[{table}]\n{keys}\n{toml}"
 
 
 def write_config(
@@ -75,12 +75,13 @@ def write_config(
     """A ``youyou.toml`` for one fake OpenAI-compatible model; ``memory_keys`` and
     ``model_keys`` are more lines of its ``[memory]`` and ``[[providers.models]]`` tables.
     Password hashes are made at the lowest cost the server accepts (``CHEAP_HASHING``), unless
-    ``extra`` sets their cost itself."""
+    ``extra`` sets their cost itself. ``extra`` may hold a ``[database]`` table (more keys
+    beside the ``url``) and a ``[server]`` one."""
     config = root / "youyou.toml"
     if "password_hash_" not in extra:
-        extra = with_server_keys(extra, CHEAP_HASHING)
+        extra = with_table_keys(extra, "server", CHEAP_HASHING)
+    extra = with_table_keys(extra, "database", f'url = "{database_url}"\n')
     config.write_text(
-        f'[database]\nurl = "{database_url}"\n\n'
         f"[memory]\nenabled = {'true' if memory else 'false'}\n{memory_keys}\n\n"
         f"{extra}\n\n"
         f'[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{model_base_url}"\n'

@@ -49,3 +49,13 @@ def test_registration_defaults_to_open_only_on_a_loopback_address(keys: str, mod
     server = server_of(f"[server]\n{keys}\n")
     assert server.registration_mode == mode
     assert server.registration_open is (mode == "open")
+
+
+def test_the_lease_time_of_earlier_versions_points_to_its_new_place() -> None:
+    """``[server] lease_ttl_s`` became ``[database] lease_ttl_s``, one time for both programs."""
+    with pytest.raises(AgentError) as info:
+        server_of("[server]\nlease_ttl_s = 60\n")
+    assert info.value.code is ErrorCode.INVALID_CONFIG
+    assert "lease_ttl_s has moved to [database]" in info.value.message
+    settings = parse_settings(tomllib.loads("[database]\nlease_ttl_s = 60\n"))
+    assert settings.database.lease_ttl_s == 60

@@ -322,7 +322,7 @@ def test_the_lease_of_a_killed_server_of_this_machine_is_taken_over_at_once(
 ) -> None:
     """Its process is gone, so nobody can be writing under its lease: the other server goes on
     without waiting for the expiry (a lease of another machine's process still waits)."""
-    a, b = start_pair(extra="[server]\nlease_ttl_s = 600")
+    a, b = start_pair(extra="[database]\nlease_ttl_s = 600")
     on_a, on_b = same_user(a, b, "dave")
     sid = on_a.new_session()["id"]
     fake_model.enqueue(slow_reply(pause_s=60))

@@ -3,10 +3,16 @@ sessions made elsewhere (``?since=``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import select, text
 
 from fakes.openai_server import OpenAIStream
 from server_kit import Api, StreamingSend, Workbench
+from youyou.adapters.storage.engine import create_engine
+from youyou.adapters.storage.tables import session_leases
 
 StartWorkbench = Callable[..., Workbench]
 
@@ -176,3 +182,36 @@ def test_since_picks_up_sessions_created_or_used_elsewhere(
     assert other.data("GET", "/chat/sessions", params={"since": watermark})["items"] == []
     bad = here.error("GET", "/chat/sessions", 400, params={"since": "yesterday"})
     assert bad["code"] == "VALIDATION_INVALID_ARGUMENT" and "since" in bad["message"]
+
+
+async def _lease_time_left_s(db_url: str, chat_id: str) -> float:
+    """Seconds until the lease of the chat session's ledger expires, read from the database."""
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            ledger = await conn.scalar(
+                text("SELECT ledger_session_id FROM wb_chat_sessions WHERE id = :id"),
+                {"id": chat_id},
+            )
+            expires = await conn.scalar(
+                select(session_leases.c.expires_at).where(session_leases.c.session_id == ledger)
+            )
+    finally:
+        await engine.dispose()
+    assert expires is not None, "no lease while the turn runs"
+    return float((expires - datetime.now(UTC)).total_seconds())
+
+
+def test_a_running_turn_holds_its_lease_for_the_database_lease_time(
+    start_workbench: StartWorkbench, workbench_db: str
+) -> None:
+    """``[database] lease_ttl_s`` is the server's time to live too (a crashed server's lease
+    of another machine blocks the session that long)."""
+    wb = start_workbench(extra="[database]\nlease_ttl_s = 600")
+    wb.model.enqueue(OpenAIStream().text("thinking").delay(1.5).text(" done").finish().reply())
+    api = wb.user("lena")
+    sid = api.new_session()["id"]
+    running = StreamingSend(api, sid, "is the lease long?")
+    running.wait_for("text_delta")
+    assert 590 < asyncio.run(_lease_time_left_s(workbench_db, sid)) <= 600
+    assert running.join()[-1].event == "turn_complete"

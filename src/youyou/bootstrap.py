@@ -46,13 +46,12 @@ logger = logging.getLogger(__name__)
 class Writer:
     """A program that writes sessions under their leases: ``program`` names it in another
     process's "in use by" error (``youyou chat``); ``tag`` tells two lives of one pid apart;
-    ``renew_every_s`` (default a third of the time to live) is also how soon it sees a
-    cancel asked by another process; ``ttl_s`` defaults to ``[database] lease_ttl_s``."""
+    ``renew_every_s`` (default a third of ``[database] lease_ttl_s``, the leases' time to
+    live) is also how soon it sees a cancel asked by another process."""
 
     program: str
     tag: str | None = None
     renew_every_s: float | None = None
-    ttl_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -173,7 +172,7 @@ async def build_agent_from_settings(
             builder.register_session_leases(
                 session_storage.leases(),
                 holder=local_holder(writer.program, writer.tag),
-                ttl_s=writer.ttl_s or settings.database.lease_ttl_s,
+                ttl_s=settings.database.lease_ttl_s,
                 renew_every_s=writer.renew_every_s,
             )
         if memory_storage is not None:

@@ -36,8 +36,8 @@ class DatabaseSettings(Section):
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     """``normal``: a commit survives a killed process, not a power cut; ``full``: both."""
     lease_ttl_s: float = Field(30.0, gt=0)
-    """The session lease of a ``youyou chat`` that stopped (on another machine) expires after
-    this long; one of this machine is taken over at once."""
+    """The session lease of a ``youyou chat`` or ``youyou serve`` that stopped (on another
+    machine) expires after this long; one of this machine is taken over at once."""
 
 
 # The CLI and the server keep one active session per open conversation; the kernel's own

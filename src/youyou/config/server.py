@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveInt, field_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from youyou.config.base import Section, check_http_url
 from youyou.config.secrets import check_variable_name
@@ -83,8 +83,6 @@ class ServerSettings(Section):
     public CDN; ``/openapi.json`` is always served."""
     keepalive_s: float = Field(15.0, gt=0)
     """Idle SSE streams get a comment line this often, so proxies keep them open."""
-    lease_ttl_s: float = Field(30.0, gt=0)
-    """A crashed process's session lease expires after this long."""
     login_attempts: PositiveInt = 5
     login_window_s: float = Field(300.0, gt=0)
     """After ``login_attempts`` failures within the window, logins for that username and
@@ -139,6 +137,15 @@ class ServerSettings(Section):
             except ValueError:
                 raise ValueError(f"{entry!r} is not an IP address or network") from None
         return entries
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, table: Any) -> Any:
+        if isinstance(table, dict) and "lease_ttl_s" in table:
+            raise ValueError(
+                "lease_ttl_s has moved to [database] (one lease time for youyou chat and serve)"
+            )
+        return table
 
     @field_validator("registration", mode="before")
     @classmethod

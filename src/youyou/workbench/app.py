@@ -108,12 +108,7 @@ def create_app(
         check_registration(settings)
         access = await _prepared_accounts(settings)
         # The tag tells apart two lives of one pid (a restart that got the same number).
-        writer = Writer(
-            "youyou serve",
-            tag=uuid.uuid4().hex[:8],
-            renew_every_s=LEASE_POLL_S,
-            ttl_s=settings.server.lease_ttl_s,
-        )
+        writer = Writer("youyou serve", tag=uuid.uuid4().hex[:8], renew_every_s=LEASE_POLL_S)
         built = await build_agent_from_settings(
             settings, knowledge=True, tracer=tracer, writer=writer
         )
