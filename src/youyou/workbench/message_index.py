@@ -43,6 +43,15 @@ def message_texts(events: Sequence[LedgerEvent]) -> list[MessageText]:
     return texts
 
 
+def turn_texts(turn_seq: int, events: Sequence[LedgerEvent]) -> list[MessageText] | None:
+    """The text of a turn's messages, from ``turn_seq`` (its user message), out of the
+    session's events in memory; None when the turn never started or a compaction during it
+    released its first events from memory (the ledger has them)."""
+    if not turn_seq or not events or events[0].seq > turn_seq:
+        return None
+    return message_texts([e for e in events if e.seq >= turn_seq])
+
+
 @dataclass(frozen=True, slots=True)
 class SnippetPart:
     text: str
@@ -100,14 +109,22 @@ class TurnRecorder:
         try:
             if turn_seq:
                 await self._store.save_tool_durations(chat.id, turn_seq, durations)
-            # a compaction during the turn may have released its first events from memory
-            if turn_seq and events and events[0].seq <= turn_seq:
-                texts = message_texts([e for e in events if e.seq >= turn_seq])
-                if await self._store.index_messages_after(chat.id, turn_seq - 1, texts):
-                    return
+            texts = turn_texts(turn_seq, events)
+            if texts is not None and await self._store.index_messages_after(
+                chat.id, turn_seq - 1, texts
+            ):
+                return
             await self.catch_up(chat)
         except AgentError:
             logger.warning("recording the turn of session %s failed", chat.id, exc_info=True)
+
+    async def caught_up(self, chat: ChatSessionRecord) -> None:
+        """``catch_up`` for a turn whose end was stored without its message text indexed
+        (``TurnEnd``); a failure is logged."""
+        try:
+            await self.catch_up(chat)
+        except AgentError:
+            logger.warning("indexing the turn of session %s failed", chat.id, exc_info=True)
 
     async def catch_up(self, chat: ChatSessionRecord) -> int:
         """Indexes the session's messages after the last indexed one; how many."""

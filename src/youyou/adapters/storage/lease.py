@@ -18,7 +18,7 @@ from sqlalchemy.sql import Executable
 
 from youyou.adapters.storage.engine import transaction
 from youyou.adapters.storage.lease_holder import holder_has_ended
-from youyou.adapters.storage.tables import session_leases, upsert_statement
+from youyou.adapters.storage.tables import session_leases, sessions, upsert_statement
 from youyou.ports.session_lease import LeaseState
 
 __all__ = ["LeaseState", "SqlSessionLeases"]
@@ -31,8 +31,9 @@ def _utc_now() -> datetime:
 
 
 @cache
-def _acquire(postgresql_dialect: bool) -> Executable:
-    """Built once per dialect (``excluded`` is costly to build), parameters bound when run."""
+def _acquire(postgresql_dialect: bool, seeing: bool = False) -> Executable:
+    """Built once per dialect (``excluded`` is costly to build), parameters bound when run;
+    ``seeing`` also returns the session's last ledger seq (NULL without a ledger row)."""
     insert = upsert_statement("postgresql" if postgresql_dialect else "sqlite", session_leases)
     stmt = insert.values(
         session_id=bindparam("session_id"),
@@ -42,7 +43,7 @@ def _acquire(postgresql_dialect: bool) -> Executable:
         cancel_requested=False,
     )
     ours = _lease.holder == stmt.excluded.holder
-    return stmt.on_conflict_do_update(
+    upsert = stmt.on_conflict_do_update(
         index_elements=[_lease.session_id],
         set_={
             "holder": stmt.excluded.holder,
@@ -52,7 +53,11 @@ def _acquire(postgresql_dialect: bool) -> Executable:
             "cancel_requested": False,
         },
         where=or_(ours, _lease.expires_at <= bindparam("now")),
-    ).returning(_lease.holder)
+    )
+    if not seeing:
+        return upsert.returning(_lease.holder)
+    last_seq = select(sessions.c.last_seq).where(sessions.c.id == bindparam("session_id"))
+    return upsert.returning(_lease.holder, last_seq.scalar_subquery())
 
 
 _HOLDER = select(_lease.holder).where(_lease.session_id == bindparam("session_id"))
@@ -64,22 +69,41 @@ class SqlSessionLeases:
     ``clock`` is replaceable so that tests expire leases without sleeping.
     """
 
-    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        beside_ledger: bool = False,
+    ) -> None:
+        """``beside_ledger``: the session ledger is in this database too (the storage's
+        ``leases()``), so ``acquire_seeing`` reads its last seq."""
         self._engine = engine
         self._postgresql = engine.dialect.name == "postgresql"
         self._clock = clock
+        self._beside_ledger = beside_ledger
 
     async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
         """Take the lease if free, expired, already ours, or left by an ended process of this
         machine (see ``lease_holder``): None, else the live holder. Two processes taking over
         the same lease meet at the second acquire, which only one of them wins."""
-        other = await self._acquire(session_id, holder, ttl_s)
+        return (await self.acquire_seeing(session_id, holder, ttl_s))[0]
+
+    async def acquire_seeing(
+        self, session_id: str, holder: str, ttl_s: float
+    ) -> tuple[str | None, int | None]:
+        """``acquire``, and the session's last ledger seq read by the same statement when the
+        lease is taken and the ledger is in this database (``LedgerLeases``)."""
+        taken = await self._acquire(session_id, holder, ttl_s)
+        other, _ = taken
         if other is not None and holder_has_ended(other):
             await self.release(session_id, other)
-            other = await self._acquire(session_id, holder, ttl_s)
-        return other
+            taken = await self._acquire(session_id, holder, ttl_s)
+        return taken
 
-    async def _acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
+    async def _acquire(
+        self, session_id: str, holder: str, ttl_s: float
+    ) -> tuple[str | None, int | None]:
         now = self._clock()
         values = {
             "session_id": session_id,
@@ -88,13 +112,15 @@ class SqlSessionLeases:
             "expires_at": now + timedelta(seconds=ttl_s),
         }
         action = f"acquiring the lease of session {session_id!r}"
+        statement = _acquire(self._postgresql, self._beside_ledger)
         async with transaction(self._engine, action, write=True) as conn:
             # A row comes back when the lease is taken; none when a live one is another's.
-            taken = (await conn.execute(_acquire(self._postgresql), values)).first()
+            taken = (await conn.execute(statement, values)).first()
             if taken is not None:
-                return None
+                last_seq = taken[1] if self._beside_ledger else None
+                return None, None if last_seq is None else int(last_seq)
             current: str | None = await conn.scalar(_HOLDER, {"session_id": session_id})
-        return None if current == holder else current
+        return (None if current == holder else current), None
 
     async def renew(self, session_id: str, holder: str, ttl_s: float) -> LeaseState:
         """Extend our lease; LOST once another holder took it over or it was released."""

@@ -123,8 +123,9 @@ class SqlSessionStorage:
         return self._engine
 
     def leases(self) -> SqlSessionLeases:
-        """Session leases in the same database, over the same connection pool."""
-        return SqlSessionLeases(self._engine)
+        """Session leases in the same database, over the same connection pool; taking one
+        reads the session's last seq in the same statement (``LedgerLeases``)."""
+        return SqlSessionLeases(self._engine, beside_ledger=True)
 
     async def close(self) -> None:
         await self._sqlite.close()

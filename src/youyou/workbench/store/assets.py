@@ -64,12 +64,7 @@ class AssetQueries(StoreBase):
     async def assets(self, owner_id: str) -> OwnerAssets:
         """What a send assembles from, in one transaction instead of four."""
         async with self._transaction("loading prompts, skills, the selection, groups") as conn:
-            return OwnerAssets(
-                await _prompts(conn, owner_id),
-                await _skills(conn, owner_id),
-                await _selection(conn, owner_id),
-                await group_names(conn, owner_id),
-            )
+            return await owner_assets(conn, owner_id)
 
     async def prompt(self, owner_id: str, prompt_id: str) -> PromptRecord | None:
         async with self._transaction("loading a prompt") as conn:
@@ -200,6 +195,16 @@ class AssetQueries(StoreBase):
                 )
             )
         return saved
+
+
+async def owner_assets(conn: AsyncConnection, owner_id: str) -> OwnerAssets:
+    """``assets`` inside the caller's transaction ``conn``."""
+    return OwnerAssets(
+        await _prompts(conn, owner_id),
+        await _skills(conn, owner_id),
+        await _selection(conn, owner_id),
+        await group_names(conn, owner_id),
+    )
 
 
 async def _prompts(conn: AsyncConnection, owner_id: str) -> list[PromptRecord]:

@@ -4,12 +4,14 @@ query contained in the folded text — on both databases."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, Select, Table, and_, exists, func, or_, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.adapters.storage.catalog import SortKey, encode_cursor, fold
 from youyou.workbench.store.base import StoreBase, columns_of
@@ -67,16 +69,7 @@ class MessageTextQueries(StoreBase):
         in one transaction, those already indexed left out; False, and nothing written, when
         the index does not reach ``known_after`` yet (the caller reads the ledger instead)."""
         async with self._transaction("indexing message text", write=True) as conn:
-            through = int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
-            if through < known_after:
-                return False
-            rows = _rows(chat_session_id, [t for t in texts if t.seq > through])
-            for start in range(0, len(rows), INSERT_BATCH):
-                batch = rows[start : start + INSERT_BATCH]
-                await conn.execute(
-                    self._insert(message_texts).values(batch).on_conflict_do_nothing()
-                )
-        return True
+            return await index_after(conn, self._insert, chat_session_id, known_after, texts)
 
     async def indexed_through(self, chat_session_id: str) -> int:
         """The newest ledger seq indexed for the session (0: none)."""
@@ -154,6 +147,25 @@ def _newest_matches(session_ids: list[str], matches: ColumnElement[bool]) -> Sel
         .subquery()
     )
     return select(ranked).where(ranked.c.rank == 1)
+
+
+async def index_after(
+    conn: AsyncConnection,
+    insert: Callable[[Table], postgresql.Insert | sqlite.Insert],
+    chat_session_id: str,
+    known_after: int,
+    texts: Sequence[MessageText],
+) -> bool:
+    """``index_messages_after`` inside the caller's write transaction ``conn``; ``insert`` is
+    the store's dialect INSERT."""
+    through = int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
+    if through < known_after:
+        return False
+    rows = _rows(chat_session_id, [t for t in texts if t.seq > through])
+    for start in range(0, len(rows), INSERT_BATCH):
+        batch = rows[start : start + INSERT_BATCH]
+        await conn.execute(insert(message_texts).values(batch).on_conflict_do_nothing())
+    return True
 
 
 def _indexed_through(chat_session_id: str) -> Select[Any]:
