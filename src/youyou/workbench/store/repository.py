@@ -72,6 +72,7 @@ class WorkbenchStore(
         return cls(engine, owns_engine=owns_engine)
 
     async def close(self) -> None:
+        await self._one_trip.close()
         if self._owns_engine:
             await self._engine.dispose()
 

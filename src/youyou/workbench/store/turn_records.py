@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from sqlalchemy import Table, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql import Executable
+from sqlalchemy import delete, select
 
 from youyou.workbench.store.base import StoreBase
 from youyou.workbench.store.tables import message_texts, tool_durations
@@ -20,7 +18,16 @@ class TurnRecordQueries(StoreBase):
         """The durations of one turn's calls (``call id → ms``); saving again keeps the first."""
         if not durations:
             return
-        stmt = durations_insert(self._insert, chat_session_id, turn_seq, durations)
+        rows = [
+            {
+                "chat_session_id": chat_session_id,
+                "turn_seq": turn_seq,
+                "call_id": k,
+                "duration_ms": v,
+            }
+            for k, v in durations.items()
+        ]
+        stmt = self._insert(tool_durations).values(rows).on_conflict_do_nothing()
         async with self._transaction("storing tool durations", write=True) as conn:
             await conn.execute(stmt)
 
@@ -43,18 +50,3 @@ class TurnRecordQueries(StoreBase):
             await conn.execute(
                 delete(message_texts).where(message_texts.c.chat_session_id == chat_session_id)
             )
-
-
-def durations_insert(
-    insert: Callable[[Table], postgresql.Insert | sqlite.Insert],
-    chat_session_id: str,
-    turn_seq: int,
-    durations: Mapping[str, int],
-) -> Executable:
-    """The INSERT of ``save_tool_durations`` (``durations`` not empty); ``insert`` is the
-    store's dialect INSERT."""
-    rows = [
-        {"chat_session_id": chat_session_id, "turn_seq": turn_seq, "call_id": k, "duration_ms": v}
-        for k, v in durations.items()
-    ]
-    return insert(tool_durations).values(rows).on_conflict_do_nothing()

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import datetime
 from uuid import uuid4
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, update
+from sqlalchemy import BindParameter, ColumnElement, and_, delete, or_, select, update
 
 from youyou.adapters.storage.catalog import fold
 from youyou.workbench.store.base import StoreBase, columns_of, now
@@ -131,7 +131,9 @@ class UserTokenQueries(StoreBase):
         return purged
 
 
-def live_token(token_hash: str, now: datetime) -> ColumnElement[bool]:
+def live_token(
+    token_hash: str | BindParameter[str], now: datetime | BindParameter[datetime]
+) -> ColumnElement[bool]:
     """Over ``tokens`` joined to ``users``: the token is known, not revoked nor expired, and
     its account is not disabled."""
     return and_(
