@@ -194,9 +194,17 @@ async def _send_error(
 # -- dependencies ---------------------------------------------------------------------------------
 
 
+# The dependencies below are coroutines although they never wait: FastAPI runs a plain
+# function dependency in its thread pool, a trip to another thread for every request.
+
+
 def get_workbench(request: Request) -> Workbench:
     workbench: Workbench = request.app.state.workbench
     return workbench
+
+
+async def workbench(request: Request) -> Workbench:
+    return get_workbench(request)
 
 
 def request_id(request: Request) -> str:
@@ -204,7 +212,11 @@ def request_id(request: Request) -> str:
     return value
 
 
-def language(request: Request) -> Language:
+async def request_id_of(request: Request) -> str:
+    return request_id(request)
+
+
+async def language(request: Request) -> Language:
     return language_of(request.headers.get("accept-language"))
 
 
@@ -237,8 +249,8 @@ async def sender(
     return await auth.sender_for(request.headers.get("authorization"), session_id)
 
 
-WorkbenchDep = Annotated[Workbench, Depends(get_workbench)]
+WorkbenchDep = Annotated[Workbench, Depends(workbench)]
 UserDep = Annotated[UserRecord, Depends(current_user)]
 SenderDep = Annotated[SendReads, Depends(sender)]
-RequestIdDep = Annotated[str, Depends(request_id)]
+RequestIdDep = Annotated[str, Depends(request_id_of)]
 LanguageDep = Annotated[Language, Depends(language)]

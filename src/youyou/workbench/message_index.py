@@ -10,6 +10,7 @@ start the sessions from before the index existed are indexed in the background.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +50,12 @@ def turn_texts(turn_seq: int, events: Sequence[LedgerEvent]) -> list[MessageText
     released its first events from memory (the ledger has them)."""
     if not turn_seq or not events or events[0].seq > turn_seq:
         return None
-    return message_texts([e for e in events if e.seq >= turn_seq])
+    # the turn is at the end of a long session: found by bisection, not a scan of it all
+    return message_texts(events[bisect_left(events, turn_seq, key=_seq) :])
+
+
+def _seq(event: LedgerEvent) -> int:
+    return event.seq
 
 
 @dataclass(frozen=True, slots=True)
