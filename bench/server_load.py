@@ -62,7 +62,8 @@ PASSWORD = "correct horse battery staple"
 SETUP_CONCURRENCY = 4
 TERMINAL = {"turn_complete", "turn_cancelled"}
 # ``youyou serve`` with pyinstrument sampling the event loop's thread (wall clock, idle included)
-# every millisecond from SIGUSR1 to SIGUSR2 (the turns); writes REPORT.txt and REPORT.html.
+# every millisecond from SIGUSR1 to SIGUSR2 (the turns); writes REPORT.txt, REPORT.html and
+# REPORT.pyisession (``pyinstrument --load REPORT.pyisession -r pstats`` gives a flat view).
 # argv: REPORT serve ...
 PROFILED_SERVE = """
 import signal, sys
@@ -84,6 +85,7 @@ finally:
             out.write(profiler.output_text(unicode=True))
         with open(report + ".html", "w") as out:
             out.write(profiler.output_html())
+        profiler.last_session.save(report + ".pyisession")
 """
 
 try:

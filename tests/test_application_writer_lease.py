@@ -291,6 +291,8 @@ async def test_a_close_extracts_as_the_writer_and_leaves_a_busy_session_to_its_w
         running = await session.send_message("and then?")
         await busy.close()  # A writes the session: B closes without extracting
         assert busy.is_closed and not b.provider.requests
+        # A's turn stores its message on its own task, which B's close need not wait for
+        await _until_stored(b, session_id, "and then?")
         assert await b.user_texts(session_id) == ["db-1 runs pg", "and then?"]
         await running.join()
         writer = await b.agent.resume_session(session_id)

@@ -149,16 +149,18 @@ class SessionService:
             for operation in runtime.operations:
                 operation.cancel()
 
-        async def reload_if_moved_on() -> None:
-            if reload and await self._moved_on(runtime):
+        async def reload_if_moved_on(last_seq: int | None) -> None:
+            if reload and await self._moved_on(runtime, last_seq):
                 await self._reload(runtime)
 
         await writers.take(runtime.session_id, stop=stop, on_taken=reload_if_moved_on)
 
-    async def _moved_on(self, runtime: SessionRuntime) -> bool:
-        """Whether another process appended to the session since this copy loaded it."""
-        head = await self._storage().load_head(runtime.session_id)
-        return head.last_seq != runtime.last_seq
+    async def _moved_on(self, runtime: SessionRuntime, last_seq: int | None) -> bool:
+        """Whether another process appended to the session since this copy loaded it;
+        ``last_seq``: the stored one, when taking the lease read it (else it is read here)."""
+        if last_seq is None:
+            last_seq = (await self._storage().load_head(runtime.session_id)).last_seq
+        return last_seq != runtime.last_seq
 
     async def end_writing(self, runtime: SessionRuntime) -> None:
         if self._kernel.writers is not None:
@@ -461,7 +463,7 @@ class SessionService:
                     await asyncio.gather(*runtime.background, return_exceptions=True)
                 if extract and self._kernel.memory.enabled:
                     async with self.writing(runtime, reload=False):
-                        if self._kernel.writers is not None and await self._moved_on(runtime):
+                        if self._kernel.writers is not None and await self._moved_on(runtime, None):
                             logger.info(
                                 "closing session %s without its memories: another process "
                                 "wrote it since",

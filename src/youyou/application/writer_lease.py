@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from youyou.domain.errors import AgentError, ErrorCode, ErrorSource
-from youyou.ports.session_lease import LeaseState, SessionLeases
+from youyou.ports.session_lease import LeaseState, LedgerLeases, SessionLeases
 
 
 def session_busy(session_id: str, holder: str) -> AgentError:
@@ -50,6 +50,7 @@ class WriterLeases:
     ) -> None:
         self.holder = holder
         self._leases = leases
+        self._ledger_leases = leases if isinstance(leases, LedgerLeases) else None
         self._ttl_s = ttl_s
         self._renew_every_s = renew_every_s
         self._held: dict[str, _Held] = {}
@@ -65,22 +66,29 @@ class WriterLeases:
         session_id: str,
         *,
         stop: Callable[[], None],
-        on_taken: Callable[[], Awaitable[None]],
+        on_taken: Callable[[int | None], Awaitable[None]],
     ) -> None:
         """One more writer of the session. The first one acquires the lease (SESSION_BUSY if
-        another process holds it) and runs ``on_taken`` before anyone writes; ``stop`` cancels
-        what runs in the session when the lease is lost or another process asks to cancel."""
+        another process holds it) and runs ``on_taken`` before anyone writes, with the
+        session's last ledger seq when the leases read it as they took this one
+        (``LedgerLeases``), else None; ``stop`` cancels what runs in the session when the
+        lease is lost or another process asks to cancel."""
         async with self._lock(session_id):
             held = self._held.get(session_id)
             if held is not None:
                 held.writers += 1
                 return
-            other = await self._leases.acquire(session_id, self.holder, self._ttl_s)
+            if self._ledger_leases is not None:
+                acquire = self._ledger_leases.acquire_seeing
+                other, last_seq = await acquire(session_id, self.holder, self._ttl_s)
+            else:
+                other = await self._leases.acquire(session_id, self.holder, self._ttl_s)
+                last_seq = None
             if other is not None:
                 raise session_busy(session_id, other)
             self._held[session_id] = _Held(1, stop)
             try:
-                await on_taken()
+                await on_taken(last_seq)
             except BaseException:
                 await self._release(session_id)
                 raise

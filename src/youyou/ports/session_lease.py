@@ -8,7 +8,7 @@ that is not renewed expires, so a crashed process never blocks a session for lon
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class LeaseState(StrEnum):
@@ -47,4 +47,18 @@ class SessionLeases(Protocol):
 
     async def holder(self, session_id: str) -> str | None:
         """The holder of the live lease, if any."""
+        ...
+
+
+@runtime_checkable
+class LedgerLeases(SessionLeases, Protocol):
+    """Leases kept beside the ledger they guard: taking one can read the session's last seq
+    in the same transaction, so a writer learns whether another process appended while it
+    did not hold the session without a second trip to the database."""
+
+    async def acquire_seeing(
+        self, session_id: str, holder: str, ttl_s: float
+    ) -> tuple[str | None, int | None]:
+        """``acquire``'s answer, and, when the lease is taken, the session's last ledger seq
+        as of taking it; None when it was not read (no ledger row, or a ledger elsewhere)."""
         ...

@@ -151,8 +151,8 @@ def create_app(
             yield
         finally:
             await hub.shutdown()
+            await store.close()  # first: it holds a connection of the storage's engine
             await built.close()
-            await store.close()
             logger.info("workbench stopped")
 
     # No trailing-slash redirects: Starlette builds their Location from the Host header.

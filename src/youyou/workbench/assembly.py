@@ -18,7 +18,7 @@ from youyou.domain.skill_md import SKILL_FILENAME, parse_skill_md
 from youyou.ports.tool import ToolHandler
 from youyou.ports.turn import TurnOptions
 from youyou.workbench.errors import Language
-from youyou.workbench.store import PromptRecord, SkillRecord, WorkbenchStore
+from youyou.workbench.store import OwnerAssets, PromptRecord, SkillRecord, WorkbenchStore
 
 MANDATORY_CHAT_INSTRUCTIONS = (
     "你是 YouYou 值班工作台中的运维助手。按需使用工具；引用知识或工具结果时注明来源；"
@@ -71,10 +71,14 @@ class UserConfiguration:
     """The folded names of the user's groups, which access lists match."""
 
 
-async def read_configuration(store: WorkbenchStore, owner_id: str) -> UserConfiguration:
+async def read_configuration(
+    store: WorkbenchStore, owner_id: str, assets: OwnerAssets | None = None
+) -> UserConfiguration:
     """The first read creates the default prompt and an empty selection; ids that became
-    stale (deleted prompt or skill) are dropped and the repaired selection written back."""
-    assets = await store.assets(owner_id)
+    stale (deleted prompt or skill) are dropped and the repaired selection written back.
+    ``assets``: the owner's, when the caller has just read them (else read here)."""
+    if assets is None:
+        assets = await store.assets(owner_id)
     prompts, skills, selection = assets.prompts, assets.skills, assets.selection
     default = next((p for p in prompts if p.is_default), None)
     if default is None:  # the first read, or the default was deleted: no write otherwise

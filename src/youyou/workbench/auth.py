@@ -18,6 +18,7 @@ from youyou.config import ServerSettings
 from youyou.workbench.errors import ApiCode, ApiError
 from youyou.workbench.passwords import check_new_password
 from youyou.workbench.store import InviteUnusable, UsernameTaken, UserRecord, WorkbenchStore
+from youyou.workbench.store.sending import SendReads
 from youyou.workbench.throttle import HashGate, LoginLimiter, SlidingWindow
 
 
@@ -209,6 +210,18 @@ class Authenticator:
         if user is None:
             raise ApiError(ApiCode.AUTH_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
         return user
+
+    async def sender_for(self, authorization: str | None, chat_id: str) -> SendReads:
+        """``user_for`` and what a send to ``chat_id`` reads, in one transaction."""
+        token = bearer_token(authorization)
+        reads = (
+            await self._store.send_reads(token_digest(token), datetime.now(UTC), chat_id)
+            if token
+            else None
+        )
+        if reads is None:
+            raise ApiError(ApiCode.AUTH_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+        return reads
 
     async def logout(self, authorization: str | None) -> None:
         await self.user_for(authorization)

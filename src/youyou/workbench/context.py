@@ -32,6 +32,7 @@ from youyou.workbench.intake import SIGNED_IN_USER, BodyLimits, read_body, refus
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.store import UserRecord, WorkbenchStore
+from youyou.workbench.store.sending import SendReads
 
 request_id_var: ContextVar[str] = ContextVar("youyou_request_id", default="-")
 trace_id_var: ContextVar[str] = ContextVar("youyou_trace_id", default="-")
@@ -193,9 +194,17 @@ async def _send_error(
 # -- dependencies ---------------------------------------------------------------------------------
 
 
+# The dependencies below are coroutines although they never wait: FastAPI runs a plain
+# function dependency in its thread pool, a trip to another thread for every request.
+
+
 def get_workbench(request: Request) -> Workbench:
     workbench: Workbench = request.app.state.workbench
     return workbench
+
+
+async def workbench(request: Request) -> Workbench:
+    return get_workbench(request)
 
 
 def request_id(request: Request) -> str:
@@ -203,7 +212,11 @@ def request_id(request: Request) -> str:
     return value
 
 
-def language(request: Request) -> Language:
+async def request_id_of(request: Request) -> str:
+    return request_id(request)
+
+
+async def language(request: Request) -> Language:
     return language_of(request.headers.get("accept-language"))
 
 
@@ -221,7 +234,23 @@ async def current_user(
     return await get_workbench(request).auth.user_for(request.headers.get("authorization"))
 
 
-WorkbenchDep = Annotated[Workbench, Depends(get_workbench)]
+async def sender(
+    request: Request,
+    session_id: str,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> SendReads:
+    """``current_user`` for a send to ``session_id``, with the session's row and the user's
+    assets read in the same transaction."""
+    store = get_workbench(request).store
+    checked = getattr(request.state, SIGNED_IN_USER, None)
+    if isinstance(checked, UserRecord):
+        return await store.send_reads_of(checked, session_id)
+    auth = get_workbench(request).auth
+    return await auth.sender_for(request.headers.get("authorization"), session_id)
+
+
+WorkbenchDep = Annotated[Workbench, Depends(workbench)]
 UserDep = Annotated[UserRecord, Depends(current_user)]
-RequestIdDep = Annotated[str, Depends(request_id)]
+SenderDep = Annotated[SendReads, Depends(sender)]
+RequestIdDep = Annotated[str, Depends(request_id_of)]
 LanguageDep = Annotated[Language, Depends(language)]

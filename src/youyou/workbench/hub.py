@@ -34,7 +34,7 @@ from youyou.workbench.open_sessions import OpenSessions
 from youyou.workbench.relay import RelayedTurn
 from youyou.workbench.schemas import ApprovalOut, PendingApprovalOut
 from youyou.workbench.session_commands import SessionCommands
-from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store import ChatSessionRecord, OwnerAssets, WorkbenchStore
 from youyou.workbench.store.approvals import Decision
 from youyou.workbench.streams import TurnStream
 from youyou.workbench.turn_book import Books
@@ -144,9 +144,13 @@ class SessionHub:
         return chat_id in self._runner.turns
 
     async def send(
-        self, chat: ChatSessionRecord, blocks: Sequence[ContentBlock], language: Language = "en"
+        self,
+        chat: ChatSessionRecord,
+        blocks: Sequence[ContentBlock],
+        language: Language = "en",
+        assets: OwnerAssets | None = None,
     ) -> TurnStream:
-        return await self._runner.send(chat, blocks, language)
+        return await self._runner.send(chat, blocks, language, assets)
 
     def stream_of(self, chat_id: str) -> TurnStream | None:
         return self._runner.stream_of(chat_id)

@@ -10,6 +10,7 @@ start the sessions from before the index existed are indexed in the background.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,20 @@ def message_texts(events: Sequence[LedgerEvent]) -> list[MessageText]:
             role = "user" if isinstance(payload, UserMessage) else "assistant"
             texts.append(MessageText(event.seq, role, body[:MAX_INDEXED_CHARS], event.timestamp))
     return texts
+
+
+def turn_texts(turn_seq: int, events: Sequence[LedgerEvent]) -> list[MessageText] | None:
+    """The text of a turn's messages, from ``turn_seq`` (its user message), out of the
+    session's events in memory; None when the turn never started or a compaction during it
+    released its first events from memory (the ledger has them)."""
+    if not turn_seq or not events or events[0].seq > turn_seq:
+        return None
+    # the turn is at the end of a long session: found by bisection, not a scan of it all
+    return message_texts(events[bisect_left(events, turn_seq, key=_seq) :])
+
+
+def _seq(event: LedgerEvent) -> int:
+    return event.seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +115,22 @@ class TurnRecorder:
         try:
             if turn_seq:
                 await self._store.save_tool_durations(chat.id, turn_seq, durations)
-            # a compaction during the turn may have released its first events from memory
-            if turn_seq and events and events[0].seq <= turn_seq:
-                texts = message_texts([e for e in events if e.seq >= turn_seq])
-                if await self._store.index_messages_after(chat.id, turn_seq - 1, texts):
-                    return
+            texts = turn_texts(turn_seq, events)
+            if texts is not None and await self._store.index_messages_after(
+                chat.id, turn_seq - 1, texts
+            ):
+                return
             await self.catch_up(chat)
         except AgentError:
             logger.warning("recording the turn of session %s failed", chat.id, exc_info=True)
+
+    async def caught_up(self, chat: ChatSessionRecord) -> None:
+        """``catch_up`` for a turn whose end was stored without its message text indexed
+        (``TurnEnd``); a failure is logged."""
+        try:
+            await self.catch_up(chat)
+        except AgentError:
+            logger.warning("indexing the turn of session %s failed", chat.id, exc_info=True)
 
     async def catch_up(self, chat: ChatSessionRecord) -> int:
         """Indexes the session's messages after the last indexed one; how many."""

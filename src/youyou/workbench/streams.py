@@ -274,7 +274,8 @@ class TurnStream:
 
     async def follow(self, after: int, keepalive_s: float) -> AsyncIterator[bytes]:
         """Frames with ``id > after`` as they come; the turn's note as a comment line when it
-        changes, a keep-alive comment when idle for a while."""
+        changes, a keep-alive comment when idle for a while. The frames published together
+        go out as one chunk: one write to the connection, not one per frame."""
         shown = self._notes - 1 if self._note is not None else self._notes
         async for batch in self.batches(after, keepalive_s):
             if self._note is not None and self._notes != shown:
@@ -282,5 +283,5 @@ class TurnStream:
             elif not batch:
                 yield KEEPALIVE
             shown = self._notes
-            for frame in batch:
-                yield frame.encode()
+            if batch:
+                yield b"".join(frame.encode() for frame in batch)

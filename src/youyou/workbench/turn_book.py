@@ -1,5 +1,5 @@
 """What a turn's events do beside being streamed: metrics, the usage book, and, at the turn's
-end, the session's projection and the message index.
+end, the session's projection, the calls' durations and the message index (one transaction).
 
 The turn is in the ledger whatever happens here: a projection that cannot be stored is logged,
 and the client still gets the turn's last frame.
@@ -24,10 +24,11 @@ from youyou.domain.events import (
     TurnStarted,
 )
 from youyou.workbench.errors import ApiError
-from youyou.workbench.message_index import TurnRecorder
+from youyou.workbench.message_index import TurnRecorder, turn_texts
 from youyou.workbench.metrics import Metrics
 from youyou.workbench.projection import memory_out, project_chat
 from youyou.workbench.store import ChatSessionRecord, WorkbenchStore
+from youyou.workbench.store.turn_end import TurnEnd
 from youyou.workbench.store.usage import TurnUsageRecord
 from youyou.workbench.turn_events import TURN_END_EVENTS
 from youyou.workbench.usage import UsageBook
@@ -84,25 +85,32 @@ class TurnBook:
             model_id = self.handle.model.model_id
             used = self.books.usage.priced(self.chat, model_id, self.turn_seq, payload.usage)
             data["usage"]["cost"] = used.cost
-            await self._project(payload.context, used)
+            await self._end(payload.context, used)
             data["memory"] = memory_out(self.chat).model_dump(mode="json", by_alias=True)
             metrics.provider_latency.observe(time.perf_counter() - self.started)
         else:
-            await self._project(None, None)
-        recorder = self.books.recorder
-        await recorder.record(self.chat, self.turn_seq, self.durations, self.handle.events)
+            await self._end(None, None)
 
-    async def _project(self, usage: ContextUsage | None, used: TurnUsageRecord | None) -> None:
-        """The projection, with a completed turn's usage row in the same transaction."""
+    async def _end(self, usage: ContextUsage | None, used: TurnUsageRecord | None) -> None:
+        """The projection, a completed turn's usage row, the calls' durations and the
+        message index, in one transaction (``TurnEnd``)."""
         projected = project_chat(self.chat, self.handle, usage, compacted=self.compacted)
-        store = self.books.store
+        end = TurnEnd(
+            chat_session_id=projected.id,
+            projection=projected.projection,
+            usage=used,
+            turn_seq=self.turn_seq,
+            durations=self.durations,
+            texts=turn_texts(self.turn_seq, self.handle.events),
+        )
         try:
-            if used is None:
-                await store.update_chat_session(projected.id, projected.projection)
-            else:
-                await store.record_completed_turn(used, projected.projection)
-            self.chat = projected
+            indexed = await self.books.store.record_turn_end(end)
         except (AgentError, ApiError):
             logger.warning(
-                "storing the projection of session %s failed", self.chat.id, exc_info=True
+                "storing the end of the turn of session %s failed", self.chat.id, exc_info=True
             )
+            indexed = False
+        else:
+            self.chat = projected
+        if not indexed:
+            await self.books.recorder.caught_up(self.chat)

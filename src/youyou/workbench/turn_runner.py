@@ -47,7 +47,7 @@ from youyou.workbench.errors import (
 from youyou.workbench.open_sessions import OpenSessions
 from youyou.workbench.projection import store_projection
 from youyou.workbench.relay import RelayedTurn, copy_frames
-from youyou.workbench.store import ChatSessionRecord
+from youyou.workbench.store import ChatSessionRecord, OwnerAssets
 from youyou.workbench.streams import Frame, TurnStream, frame_data, waiting_note
 from youyou.workbench.turn_book import Books, TurnBook
 from youyou.workbench.turn_events import TURN_END_EVENTS
@@ -103,19 +103,24 @@ class TurnRunner:
             raise ApiError(ApiCode.SERVER_SHUTTING_DOWN)
 
     async def send(
-        self, chat: ChatSessionRecord, blocks: Sequence[ContentBlock], language: Language
+        self,
+        chat: ChatSessionRecord,
+        blocks: Sequence[ContentBlock],
+        language: Language,
+        assets: OwnerAssets | None = None,
     ) -> TurnStream:
         """Refusals (busy, bad input, unknown /skill) are raised before anything is stored;
         ``error`` frames of the turn are in ``language``; the owner's account and groups
         decide which MCP servers' tools are offered and which knowledge sources
-        ``search_knowledge`` reads."""
+        ``search_knowledge`` reads. ``assets``: the owner's, when the caller read them for
+        this send (else they are read here)."""
         self.require_accepting()
         self._check_running_turns(chat.owner_id)
         handle = await self._sessions.handle(chat.ledger_session_id, chat.owner_id)
         if handle.pending_approvals() or handle.can_continue_turn:
             # a turn stopped by a process that died waits for a decision or goes on
             raise ApiError(ApiCode.TURN_BUSY, "a tool call waits for approval")
-        options = await self.options(chat.owner_id, handle, language)
+        options = await self.options(chat.owner_id, handle, language, assets)
         turn = await agent_call(handle.send_message(blocks, options=options), handle.model.model_id)
         return self.launch(chat, handle, turn, language)
 
@@ -132,11 +137,16 @@ class TurnRunner:
         return stream
 
     async def options(
-        self, owner_id: str, handle: SessionHandle, language: Language
+        self,
+        owner_id: str,
+        handle: SessionHandle,
+        language: Language,
+        assets: OwnerAssets | None = None,
     ) -> TurnOptions:
         """Read fresh on every send, in one transaction: the owner's prompt, skills and
-        groups (a change made through another process counts from the next send)."""
-        config = await read_configuration(self._store, owner_id)
+        groups (a change made through another process counts from the next send); ``assets``
+        when the caller read them for this send."""
+        config = await read_configuration(self._store, owner_id, assets)
         tool_use = ProviderCapability.TOOL_USE in handle.model.capabilities
         return turn_options(
             config,

@@ -25,7 +25,7 @@ class UsageBook:
         self, chat: ChatSessionRecord, model_id: str, turn_seq: int, usage: Usage
     ) -> TurnUsageRecord:
         """A completed turn's usage, counted, with its cost (None without prices), to be
-        stored with the session's projection (``record_completed_turn``)."""
+        stored with the session's projection (``record_turn_end``)."""
         price = self._prices.get(model_id)
         cost = price.cost(usage.input_tokens, usage.output_tokens) if price else None
         tokens = self._metrics.tokens

@@ -8,17 +8,19 @@ and a time to live well above their skew.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, partial
+from typing import Any
 
-from sqlalchemy import bindparam, case, delete, or_, select, update
+from sqlalchemy import Insert, bindparam, case, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.sql import Executable
 
-from youyou.adapters.storage.engine import transaction
+from youyou.adapters.storage.engine import SqliteConnection, transaction
 from youyou.adapters.storage.lease_holder import holder_has_ended
-from youyou.adapters.storage.tables import session_leases, upsert_statement
+from youyou.adapters.storage.sqlite_driver import compiled_statement
+from youyou.adapters.storage.tables import session_leases, sessions, upsert_statement
 from youyou.ports.session_lease import LeaseState
 
 __all__ = ["LeaseState", "SqlSessionLeases"]
@@ -31,8 +33,9 @@ def _utc_now() -> datetime:
 
 
 @cache
-def _acquire(postgresql_dialect: bool) -> Executable:
-    """Built once per dialect (``excluded`` is costly to build), parameters bound when run."""
+def _acquire(postgresql_dialect: bool, seeing: bool = False) -> Insert:
+    """Built once per dialect (``excluded`` is costly to build), parameters bound when run;
+    ``seeing`` also returns the session's last ledger seq (NULL without a ledger row)."""
     insert = upsert_statement("postgresql" if postgresql_dialect else "sqlite", session_leases)
     stmt = insert.values(
         session_id=bindparam("session_id"),
@@ -42,7 +45,7 @@ def _acquire(postgresql_dialect: bool) -> Executable:
         cancel_requested=False,
     )
     ours = _lease.holder == stmt.excluded.holder
-    return stmt.on_conflict_do_update(
+    upsert = stmt.on_conflict_do_update(
         index_elements=[_lease.session_id],
         set_={
             "holder": stmt.excluded.holder,
@@ -52,10 +55,17 @@ def _acquire(postgresql_dialect: bool) -> Executable:
             "cancel_requested": False,
         },
         where=or_(ours, _lease.expires_at <= bindparam("now")),
-    ).returning(_lease.holder)
+    )
+    if not seeing:
+        return upsert.returning(_lease.holder)
+    last_seq = select(sessions.c.last_seq).where(sessions.c.id == bindparam("session_id"))
+    return upsert.returning(_lease.holder, last_seq.scalar_subquery())
 
 
 _HOLDER = select(_lease.holder).where(_lease.session_id == bindparam("session_id"))
+_RELEASE = delete(session_leases).where(
+    _lease.session_id == bindparam("session_id"), _lease.holder == bindparam("holder")
+)
 
 
 class SqlSessionLeases:
@@ -64,22 +74,45 @@ class SqlSessionLeases:
     ``clock`` is replaceable so that tests expire leases without sleeping.
     """
 
-    def __init__(self, engine: AsyncEngine, *, clock: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        beside_ledger: bool = False,
+        sqlite: SqliteConnection | None = None,
+    ) -> None:
+        """``beside_ledger``: the session ledger is in this database too (the storage's
+        ``leases()``), so ``acquire_seeing`` reads its last seq. ``sqlite``: the storage's
+        held SQLite connection, over which taking and giving back a lease each go to the
+        driver in one trip (``sqlite_driver.py``), as ledger appends do."""
         self._engine = engine
         self._postgresql = engine.dialect.name == "postgresql"
         self._clock = clock
+        self._beside_ledger = beside_ledger
+        self._sqlite = sqlite
 
     async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
         """Take the lease if free, expired, already ours, or left by an ended process of this
         machine (see ``lease_holder``): None, else the live holder. Two processes taking over
         the same lease meet at the second acquire, which only one of them wins."""
-        other = await self._acquire(session_id, holder, ttl_s)
+        return (await self.acquire_seeing(session_id, holder, ttl_s))[0]
+
+    async def acquire_seeing(
+        self, session_id: str, holder: str, ttl_s: float
+    ) -> tuple[str | None, int | None]:
+        """``acquire``, and the session's last ledger seq read by the same statement when the
+        lease is taken and the ledger is in this database (``LedgerLeases``)."""
+        taken = await self._acquire(session_id, holder, ttl_s)
+        other, _ = taken
         if other is not None and holder_has_ended(other):
             await self.release(session_id, other)
-            other = await self._acquire(session_id, holder, ttl_s)
-        return other
+            taken = await self._acquire(session_id, holder, ttl_s)
+        return taken
 
-    async def _acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
+    async def _acquire(
+        self, session_id: str, holder: str, ttl_s: float
+    ) -> tuple[str | None, int | None]:
         now = self._clock()
         values = {
             "session_id": session_id,
@@ -88,13 +121,29 @@ class SqlSessionLeases:
             "expires_at": now + timedelta(seconds=ttl_s),
         }
         action = f"acquiring the lease of session {session_id!r}"
-        async with transaction(self._engine, action, write=True) as conn:
-            # A row comes back when the lease is taken; none when a live one is another's.
-            taken = (await conn.execute(_acquire(self._postgresql), values)).first()
-            if taken is not None:
-                return None
-            current: str | None = await conn.scalar(_HOLDER, {"session_id": session_id})
-        return None if current == holder else current
+        statement = _acquire(self._postgresql, self._beside_ledger)
+        if self._sqlite is not None:
+            dialect = self._engine.dialect
+
+            def on_driver(connection: sqlite3.Connection) -> tuple[bool, Any]:
+                taken = compiled_statement(statement, dialect).run_on(connection, values)
+                if taken:
+                    return True, tuple(taken[0])
+                current = compiled_statement(_HOLDER, dialect).run_on(connection, values)
+                return False, current[0][0] if current else None
+
+            was_taken, found = await self._sqlite.write(action, on_driver)
+            if was_taken:
+                return None, _last_seq(found, self._beside_ledger)
+            current = found
+        else:
+            async with transaction(self._engine, action, write=True) as conn:
+                # A row comes back when the lease is taken; none when a live one is another's.
+                taken = (await conn.execute(statement, values)).first()
+                if taken is not None:
+                    return None, _last_seq(tuple(taken), self._beside_ledger)
+                current = await conn.scalar(_HOLDER, {"session_id": session_id})
+        return (None if current == holder else current), None
 
     async def renew(self, session_id: str, holder: str, ttl_s: float) -> LeaseState:
         """Extend our lease; LOST once another holder took it over or it was released."""
@@ -143,12 +192,14 @@ class SqlSessionLeases:
 
     async def release(self, session_id: str, holder: str) -> None:
         """Delete the lease only if ``holder`` holds it: after an expiry it may be another's."""
-        stmt = delete(session_leases).where(
-            _lease.session_id == session_id, _lease.holder == holder
-        )
+        values = {"session_id": session_id, "holder": holder}
         action = f"releasing the lease of session {session_id!r}"
+        if self._sqlite is not None:
+            run = compiled_statement(_RELEASE, self._engine.dialect).run_on
+            await self._sqlite.write(action, partial(run, values=values))
+            return
         async with transaction(self._engine, action, write=True) as conn:
-            await conn.execute(stmt)
+            await conn.execute(_RELEASE, values)
 
     async def holder(self, session_id: str) -> str | None:
         """The live holder; an expired lease counts as free even before anyone takes it, and
@@ -160,3 +211,10 @@ class SqlSessionLeases:
         async with transaction(self._engine, action) as conn:
             live: str | None = await conn.scalar(stmt)
         return None if live is None or holder_has_ended(live) else live
+
+
+def _last_seq(taken: tuple[Any, ...], beside_ledger: bool) -> int | None:
+    """The last seq a taking ``_acquire`` row holds (see ``acquire_seeing``)."""
+    if not beside_ledger or taken[1] is None:
+        return None
+    return int(taken[1])

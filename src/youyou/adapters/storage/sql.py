@@ -123,8 +123,11 @@ class SqlSessionStorage:
         return self._engine
 
     def leases(self) -> SqlSessionLeases:
-        """Session leases in the same database, over the same connection pool."""
-        return SqlSessionLeases(self._engine)
+        """Session leases in the same database, over the same connection pool (on SQLite the
+        same held connection as appends); taking one reads the session's last seq in the same
+        statement (``LedgerLeases``)."""
+        sqlite = None if self._postgresql else self._sqlite
+        return SqlSessionLeases(self._engine, beside_ledger=True, sqlite=sqlite)
 
     async def close(self) -> None:
         await self._sqlite.close()

@@ -25,6 +25,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.selectable import ReturnsRows
 
+_GIVEN = object()  # a parameter the caller gives (a ``bindparam`` without a value)
+
 
 @dataclass(frozen=True, slots=True)
 class DriverStatement:
@@ -33,22 +35,37 @@ class DriverStatement:
     processors: tuple[Callable[[Any], Any] | None, ...]
     # Per returned column; empty when no column needs processing.
     results: tuple[Callable[[Any], Any] | None, ...] = ()
+    # Per parameter: the value the statement itself holds (a literal such as ``coalesce(x,
+    # 0)``'s 0), or ``_GIVEN``; empty when every parameter is given.
+    fixed: tuple[Any, ...] = ()
 
     @classmethod
     def compile(cls, statement: ReturnsRows, dialect: Dialect) -> DriverStatement:
         compiled = statement.compile(dialect=dialect)
         names = tuple(compiled.positiontup or ())
+        binds = [compiled.binds[name] for name in names]
         processors = tuple(
-            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-            for name in names
+            bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds
         )
         results = tuple(
             column.type.dialect_impl(dialect).result_processor(dialect, None)
             for column in statement.exported_columns
         )
-        return cls(compiled.string, names, processors, results if any(results) else ())
+        fixed = tuple(_GIVEN if bind.required else bind.effective_value for bind in binds)
+        return cls(
+            compiled.string,
+            names,
+            processors,
+            results if any(results) else (),
+            fixed if any(value is not _GIVEN for value in fixed) else (),
+        )
 
     def parameters(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        if self.fixed:
+            values = {
+                name: values[name] if value is _GIVEN else value
+                for name, value in zip(self.names, self.fixed, strict=True)
+            }
         return tuple(
             values[name] if process is None else process(values[name])
             for name, process in zip(self.names, self.processors, strict=True)

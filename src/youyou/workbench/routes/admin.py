@@ -109,7 +109,7 @@ class GroupOut(ApiModel):
     member_ids: list[str]
 
 
-def _accounts(wb: WorkbenchDep, request: Request) -> Accounts:
+async def _accounts(wb: WorkbenchDep, request: Request) -> Accounts:
     """New passwords are hashed behind the server's hashing gate, like sign-up's."""
     address = client_address(request)
     return Accounts(wb.store, lambda password: wb.auth.hash_password(password, address))

@@ -12,7 +12,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from youyou.domain.content import ContentBlock, FileContentBlock, ImageBlock, TextBlock
-from youyou.workbench.context import LanguageDep, RequestIdDep, UserDep, WorkbenchDep
+from youyou.workbench.context import (
+    LanguageDep,
+    RequestIdDep,
+    SenderDep,
+    UserDep,
+    WorkbenchDep,
+)
 from youyou.workbench.errors import ApiCode, ApiError, Localized, busy_elsewhere
 from youyou.workbench.history import history
 from youyou.workbench.intake import large_body
@@ -98,7 +104,11 @@ async def one_session_out(wb: WorkbenchDep, chat: ChatSessionRecord) -> SessionO
 
 async def owned(wb: WorkbenchDep, user: UserRecord, session_id: str) -> ChatSessionRecord:
     """404 for an unknown id, 403 for another user's session."""
-    chat = await wb.store.chat_session(session_id)
+    return owned_row(user, await wb.store.chat_session(session_id))
+
+
+def owned_row(user: UserRecord, chat: ChatSessionRecord | None) -> ChatSessionRecord:
+    """``owned`` for a session row already read."""
     if chat is None:
         raise ApiError(ApiCode.NOT_FOUND)
     if chat.owner_id != user.id:
@@ -239,16 +249,17 @@ async def clear_messages(
 @router.post("/{session_id}/messages", response_class=StreamingResponse, responses=_SSE)
 @large_body
 async def send_message(
-    session_id: str, body: SendBody, wb: WorkbenchDep, user: UserDep, lang: LanguageDep
+    session_id: str, body: SendBody, wb: WorkbenchDep, sender: SenderDep, lang: LanguageDep
 ) -> StreamingResponse:
     """Streams the answer. Leaving the stream does not cancel the turn; only
     ``POST …/cancel`` (or server shutdown) does. At the context hard limit the stream carries
     an ``error`` frame ``CHAT_CONTEXT_LIMIT_REACHED`` and the message is not stored."""
     blocks = _blocks(body)
     _check_length(blocks, wb.settings.server.max_message_chars)
-    chat = await owned(wb, user, session_id)
+    user = sender.user
+    chat = owned_row(user, sender.chat)
     wb.hub.streams.check(user.id)  # before the turn starts: a refusal then stores nothing
-    stream = await wb.hub.send(chat, blocks, lang)
+    stream = await wb.hub.send(chat, blocks, lang, sender.assets)
     return _sse(wb, user, stream, 0)
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
+from functools import partial
 from typing import Any
 from uuid import NAMESPACE_URL, uuid4, uuid5
 
-from sqlalchemy import Select, Table, delete, select, update
+from sqlalchemy import Select, Table, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.workbench.store.base import StoreBase, columns_of, now
-from youyou.workbench.store.groups import group_names
+from youyou.workbench.store.groups import GROUP_NAMES
+from youyou.workbench.store.one_trip import Run
 from youyou.workbench.store.records import (
     OwnerAssets,
     PromptRecord,
@@ -63,13 +65,8 @@ class AssetQueries(StoreBase):
 
     async def assets(self, owner_id: str) -> OwnerAssets:
         """What a send assembles from, in one transaction instead of four."""
-        async with self._transaction("loading prompts, skills, the selection, groups") as conn:
-            return OwnerAssets(
-                await _prompts(conn, owner_id),
-                await _skills(conn, owner_id),
-                await _selection(conn, owner_id),
-                await group_names(conn, owner_id),
-            )
+        action = "loading prompts, skills, the selection, groups"
+        return await self._one_trip.run(action, partial(owner_assets, owner_id=owner_id))
 
     async def prompt(self, owner_id: str, prompt_id: str) -> PromptRecord | None:
         async with self._transaction("loading a prompt") as conn:
@@ -202,6 +199,34 @@ class AssetQueries(StoreBase):
         return saved
 
 
+# A user's (``owner_id``) prompts, skills and selection, as a send reads them.
+_PROMPTS_OF = (
+    select(*_PROMPT)
+    .where(prompts.c.owner_id == bindparam("owner_id"))
+    .order_by(prompts.c.is_default.desc(), prompts.c.created_at, prompts.c.id)
+)
+_SKILLS_OF = (
+    select(*_SKILL)
+    .where(skills.c.owner_id == bindparam("owner_id"))
+    .order_by(skills.c.created_at, skills.c.id)
+)
+_SELECTION_OF = select(*columns_of(selections, SelectionRecord)).where(
+    selections.c.owner_id == bindparam("owner_id")
+)
+
+
+def owner_assets(run: Run, owner_id: str) -> OwnerAssets:
+    """``assets``, run in the caller's one-trip transaction."""
+    key = {"owner_id": owner_id}
+    selection = run(_SELECTION_OF, key)
+    return OwnerAssets(
+        [PromptRecord(*row) for row in run(_PROMPTS_OF, key)],
+        [SkillRecord(*row) for row in run(_SKILLS_OF, key)],
+        _selection_record(selection[0]) if selection else None,
+        frozenset(row[0] for row in run(GROUP_NAMES, {"user_id": owner_id})),
+    )
+
+
 async def _prompts(conn: AsyncConnection, owner_id: str) -> list[PromptRecord]:
     query = (
         select(*_PROMPT)
@@ -248,8 +273,9 @@ async def _selection(
         selections.c.owner_id == owner_id
     )
     row = (await conn.execute(query.with_for_update() if lock else query)).one_or_none()
-    if row is None:
-        return None
-    return SelectionRecord(
-        row.owner_id, row.system_prompt_id, tuple(json.loads(row.skill_ids)), row.updated_at
-    )
+    return None if row is None else _selection_record(tuple(row))
+
+
+def _selection_record(row: Sequence[Any]) -> SelectionRecord:
+    owner_id, system_prompt_id, skill_ids, updated_at = row
+    return SelectionRecord(owner_id, system_prompt_id, tuple(json.loads(skill_ids)), updated_at)

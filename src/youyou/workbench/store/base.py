@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from youyou.adapters.storage.engine import transaction
+from youyou.workbench.store.one_trip import OneTrip
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -33,6 +34,7 @@ class StoreBase:
         self._engine = engine
         self._owns_engine = owns_engine
         self._postgresql = engine.dialect.name == "postgresql"
+        self._one_trip = OneTrip(engine)
 
     @property
     def is_postgresql(self) -> bool:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from datetime import datetime
 from uuid import uuid4
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from youyou.adapters.storage.catalog import fold
@@ -101,10 +101,13 @@ class GroupQueries(StoreBase):
             return (await conn.execute(query)).first() is not None
 
 
+# The folded names of a user's groups (``user_id``).
+GROUP_NAMES = (
+    select(groups.c.name_folded)
+    .select_from(group_members.join(groups, group_members.c.group_id == groups.c.id))
+    .where(group_members.c.user_id == bindparam("user_id"))
+)
+
+
 async def group_names(conn: AsyncConnection, user_id: str) -> frozenset[str]:
-    query = (
-        select(groups.c.name_folded)
-        .select_from(group_members.join(groups, group_members.c.group_id == groups.c.id))
-        .where(group_members.c.user_id == user_id)
-    )
-    return frozenset((await conn.execute(query)).scalars())
+    return frozenset((await conn.execute(GROUP_NAMES, {"user_id": user_id})).scalars())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, or_, select, tuple_
 
 from youyou.adapters.storage.catalog import SortKey, encode_cursor, fold
 from youyou.workbench.store.base import StoreBase, columns_of
@@ -52,7 +52,7 @@ class MessageTextQueries(StoreBase):
         """Idempotent: a message indexed twice stays one row."""
         if not texts:
             return
-        rows = _rows(chat_session_id, texts)
+        rows = text_rows(chat_session_id, texts)
         async with self._transaction("indexing message text", write=True) as conn:
             for start in range(0, len(rows), INSERT_BATCH):
                 batch = rows[start : start + INSERT_BATCH]
@@ -67,10 +67,11 @@ class MessageTextQueries(StoreBase):
         in one transaction, those already indexed left out; False, and nothing written, when
         the index does not reach ``known_after`` yet (the caller reads the ledger instead)."""
         async with self._transaction("indexing message text", write=True) as conn:
-            through = int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
+            key = {"chat_session_id": chat_session_id}
+            through = int((await conn.execute(INDEXED_THROUGH, key)).scalar_one())
             if through < known_after:
                 return False
-            rows = _rows(chat_session_id, [t for t in texts if t.seq > through])
+            rows = text_rows(chat_session_id, [t for t in texts if t.seq > through])
             for start in range(0, len(rows), INSERT_BATCH):
                 batch = rows[start : start + INSERT_BATCH]
                 await conn.execute(
@@ -81,7 +82,8 @@ class MessageTextQueries(StoreBase):
     async def indexed_through(self, chat_session_id: str) -> int:
         """The newest ledger seq indexed for the session (0: none)."""
         async with self._transaction("reading the message index") as conn:
-            return int((await conn.execute(_indexed_through(chat_session_id))).scalar_one())
+            key = {"chat_session_id": chat_session_id}
+            return int((await conn.execute(INDEXED_THROUGH, key)).scalar_one())
 
     async def unindexed_chat_sessions(self, limit: int) -> list[ChatSessionRecord]:
         """Sessions with messages but no indexed text (from before the index existed)."""
@@ -156,13 +158,13 @@ def _newest_matches(session_ids: list[str], matches: ColumnElement[bool]) -> Sel
     return select(ranked).where(ranked.c.rank == 1)
 
 
-def _indexed_through(chat_session_id: str) -> Select[Any]:
-    return select(func.coalesce(func.max(message_texts.c.seq), 0)).where(
-        message_texts.c.chat_session_id == chat_session_id
-    )
+# The newest seq indexed for ``chat_session_id`` (0: none).
+INDEXED_THROUGH = select(func.coalesce(func.max(message_texts.c.seq), 0)).where(
+    message_texts.c.chat_session_id == bindparam("chat_session_id")
+)
 
 
-def _rows(chat_session_id: str, texts: Sequence[MessageText]) -> list[dict[str, Any]]:
+def text_rows(chat_session_id: str, texts: Sequence[MessageText]) -> list[dict[str, Any]]:
     return [
         {
             "chat_session_id": chat_session_id,

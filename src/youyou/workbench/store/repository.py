@@ -15,7 +15,9 @@ from youyou.workbench.store.chat_sessions import ChatSessionQueries
 from youyou.workbench.store.groups import GroupQueries
 from youyou.workbench.store.identities import IdentityQueries
 from youyou.workbench.store.message_texts import MessageTextQueries
+from youyou.workbench.store.sending import SendQueries
 from youyou.workbench.store.tables import VERSION_TABLE
+from youyou.workbench.store.turn_end import TurnEndQueries
 from youyou.workbench.store.turn_frames import TurnFrameQueries
 from youyou.workbench.store.turn_records import TurnRecordQueries
 from youyou.workbench.store.usage import UsageQueries
@@ -48,6 +50,8 @@ class WorkbenchStore(
     UsageQueries,
     MessageTextQueries,
     TurnRecordQueries,
+    TurnEndQueries,
+    SendQueries,
 ):
     """Open with ``await WorkbenchStore.open(url)``; it migrates the workbench schema first."""
 
@@ -68,6 +72,7 @@ class WorkbenchStore(
         return cls(engine, owns_engine=owns_engine)
 
     async def close(self) -> None:
+        await self._one_trip.close()
         if self._owns_engine:
             await self._engine.dispose()
 

@@ -7,17 +7,14 @@ or of every account at once for administrators (one GROUP BY query).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, select
 
-from youyou.workbench.store.base import StoreBase, now
-from youyou.workbench.store.chat_sessions import projection_update
-from youyou.workbench.store.records import SessionProjection
+from youyou.workbench.store.base import StoreBase
 from youyou.workbench.store.tables import turn_usage, users
 
 
@@ -67,15 +64,6 @@ def _totals(model_id: str | None, row: Sequence[Any]) -> UsageTotals:
 
 
 class UsageQueries(StoreBase):
-    async def record_completed_turn(
-        self, record: TurnUsageRecord, projection: SessionProjection
-    ) -> None:
-        """A completed turn's usage and its session's new projection, in one transaction."""
-        values = {**asdict(record), "id": uuid.uuid4().hex, "created_at": now()}
-        async with self._transaction("storing a completed turn", write=True) as conn:
-            await conn.execute(turn_usage.insert().values(values))
-            await conn.execute(projection_update(record.chat_session_id, projection))
-
     async def session_turn_usage(self, chat_session_id: str) -> dict[int, TurnUsageRecord]:
         """The usage of each completed turn of a session, by the seq of its user message."""
         query = select(

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import datetime
 from uuid import uuid4
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import BindParameter, ColumnElement, and_, delete, or_, select, update
 
 from youyou.adapters.storage.catalog import fold
 from youyou.workbench.store.base import StoreBase, columns_of, now
@@ -90,12 +90,7 @@ class UserTokenQueries(StoreBase):
         query = (
             select(*_USER)
             .select_from(tokens.join(users, tokens.c.user_id == users.c.id))
-            .where(
-                tokens.c.token_hash == token_hash,
-                tokens.c.revoked_at.is_(None),
-                tokens.c.expires_at > now,
-                users.c.disabled_at.is_(None),
-            )
+            .where(live_token(token_hash, now))
         )
         async with self._transaction("checking a token") as conn:
             row = (await conn.execute(query)).one_or_none()
@@ -134,3 +129,16 @@ class UserTokenQueries(StoreBase):
         async with self._transaction("purging tokens", write=True) as conn:
             purged: int = (await conn.execute(stmt)).rowcount
         return purged
+
+
+def live_token(
+    token_hash: str | BindParameter[str], now: datetime | BindParameter[datetime]
+) -> ColumnElement[bool]:
+    """Over ``tokens`` joined to ``users``: the token is known, not revoked nor expired, and
+    its account is not disabled."""
+    return and_(
+        tokens.c.token_hash == token_hash,
+        tokens.c.revoked_at.is_(None),
+        tokens.c.expires_at > now,
+        users.c.disabled_at.is_(None),
+    )
