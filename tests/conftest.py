@@ -37,6 +37,28 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(tests, quiet=1, maxlevels=1, rx=re.compile(r"[/\\]js[/\\]"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test module's ``shared_setup(params)`` names the costly set-up a test shares with
+    others of the module (None: none): those tests are moved next to each other, within the
+    module's places, so that an xdist worker, which takes a run of consecutive tests, builds
+    each set-up once. Other modules keep pytest's order."""
+    places: dict[Any, list[int]] = {}
+    for index, item in enumerate(items):
+        module = getattr(item, "module", None)
+        if module is not None and hasattr(module, "shared_setup"):
+            places.setdefault(module, []).append(index)
+    for module, indexes in places.items():
+
+        def key(item: pytest.Item, module: Any = module) -> tuple[bool, str]:
+            callspec = getattr(item, "callspec", None)
+            shared = module.shared_setup(dict(callspec.params) if callspec else {})
+            return shared is None, repr(shared)
+
+        moved = sorted((items[index] for index in indexes), key=key)  # stable
+        for index, item in zip(indexes, moved, strict=True):
+            items[index] = item
+
+
 async def _pg_available() -> bool:
     try:
         conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=3)
@@ -58,9 +80,9 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'youyou.db'}"
 
 
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    """A fresh PostgreSQL database for one test, dropped afterwards."""
+async def new_pg_database() -> str:
+    """A fresh PostgreSQL database (``drop_pg_database`` removes it); skipped without a server
+    on a developer machine, a failure in CI."""
     if not await _pg_available():
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is required in CI but unreachable at {PG_ADMIN_DSN}")
@@ -72,12 +94,23 @@ async def pg_url() -> AsyncIterator[str]:
     finally:
         await admin.close()
     base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-    yield f"{base}/{name}"
+    return f"{base}/{name}"
+
+
+async def drop_pg_database(url: str) -> None:
     admin = await asyncpg.connect(PG_ADMIN_DSN)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
     finally:
         await admin.close()
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    url = await new_pg_database()
+    yield url
+    await drop_pg_database(url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -40,6 +40,24 @@ MODEL = "fake-model"
 START_TIMEOUT_S = 60  # a loaded 2-core machine, several test runs at once
 
 
+# Waiting for a server to listen: one client per wait, since ``httpx.get`` builds a client and
+# its SSL context (~20 ms of CPU) on every call, which a start-up on a loaded machine can
+# ill afford several times a second.
+PROBE_INTERVAL_S = 0.05
+
+
+def probe_client() -> httpx.Client:
+    return httpx.Client(timeout=1)
+
+
+def is_healthy(probe: httpx.Client, url: str) -> bool:
+    """``GET /healthz`` answered 200 (False while nothing listens)."""
+    try:
+        return probe.get(f"{url}/healthz").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -179,15 +197,13 @@ class Server(_Listening):
             text=True,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+        with probe_client() as probe:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"server exited: {self.log()}")
+                if is_healthy(probe, self.url):
                     return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+                time.sleep(PROBE_INTERVAL_S)
         self.kill()
         raise RuntimeError(f"server did not start: {self.log()}")
 
@@ -413,22 +429,16 @@ def start_together(
             text=True,
         )
     deadline = time.monotonic() + (timeout_s or START_TIMEOUT_S * len(servers))
-    for server in servers:
-        process = server.process
-        assert process is not None
-        while not _healthy(server):
-            if process.poll() is not None or time.monotonic() > deadline:
-                for each in servers:
-                    each.kill()
-                raise RuntimeError(f"server {server.port} did not start: {server.log()}")
-            time.sleep(0.1)
-
-
-def _healthy(server: Server) -> bool:
-    try:
-        return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
-    except httpx.TransportError:
-        return False
+    with probe_client() as probe:
+        for server in servers:
+            process = server.process
+            assert process is not None
+            while not is_healthy(probe, server.url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    for each in servers:
+                        each.kill()
+                    raise RuntimeError(f"server {server.port} did not start: {server.log()}")
+                time.sleep(PROBE_INTERVAL_S)
 
 
 def descendants(pid: int) -> list[int]:

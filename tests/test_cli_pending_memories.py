@@ -17,7 +17,9 @@ from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream
 from youyou.cli.pending_memories import PENDING_DIR
 
-EXTRACTION_S = 3.0  # the slow model's extraction: three times the close's bound
+CLOSE_BOUND_S = 0.5  # [memory] close_timeout_s
+EXTRACTION_S = 4 * CLOSE_BOUND_S  # the slow model's extraction: four times the close's bound
+WAIT_S = 30  # for the next start to finish them: returns as soon as it has
 # The memory each question leads to (worded apart, so a window is told by its question even
 # when the memories saved so far are shown with it).
 FACTS = {"question one": "the first fact", "question two": "the second fact"}
@@ -63,7 +65,8 @@ def test_an_extraction_longer_than_the_bound_is_finished_by_the_next_start(
     cli: Cli, slow_model: SlowModel
 ) -> None:
     cli.write_config(
-        extra='\n[agent]\ndefault_model = "gpt"\n\n[memory]\nclose_timeout_s = 1\n'
+        extra='\n[agent]\ndefault_model = "gpt"\n\n'
+        f"[memory]\nclose_timeout_s = {CLOSE_BOUND_S}\n"
         f'\n[[providers]]\nid = "fake"\ntype = "openai"\nbase_url = "{slow_model.server.base_url}"'
         '\n\n[[providers.models]]\nid = "gpt"\ncontext_window = 8192\n'
     )
@@ -86,9 +89,9 @@ def test_an_extraction_longer_than_the_bound_is_finished_by_the_next_start(
     assert _memories(cli) == []
 
     chat = cli.spawn()  # an interactive chat extracts them while the user types
-    deadline = time.monotonic() + 4 * EXTRACTION_S
+    deadline = time.monotonic() + WAIT_S
     while _pending(cli) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
     quit_chat(chat)
     assert _pending(cli) == set()
     assert _memories(cli) == ["the first fact", "the second fact"]

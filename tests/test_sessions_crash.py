@@ -1,7 +1,8 @@
 """Crash safety: SIGKILL a child at random points of its turns; nothing acknowledged is lost.
 
-The child (``tests/crash_child.py``) streams text and runs tool batches on a real SQLite file or
-PostgreSQL database and prints every acknowledged ledger write. After each kill this process
+The child (``tests/crash_child.py``, forked from a fork server that imported it once) streams
+text and runs tool batches on a real SQLite file or PostgreSQL database and prints every
+acknowledged ledger write. After each kill this process
 checks the database (contiguous seqs, every event decodes, the summary projection equals the one
 recomputed from the events, every ACK present), resumes the session in a fresh agent and runs
 one more turn. The next child resumes the same session, so kills also land inside resumes.
@@ -10,14 +11,18 @@ one more turn. The next child resumes the same session, so kills also land insid
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import random
-import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from sqlalchemy import func, select
 
+import crash_child
 from crash_child import builder
 from youyou import OutcomeStatus
 from youyou.adapters.storage.sql import SqlSessionStorage
@@ -26,7 +31,6 @@ from youyou.domain.ledger import LedgerEvent, ToolCall, ToolResult, UserMessage
 from youyou.domain.session import SessionListQuery, SessionSummary, next_summary
 from youyou.domain.templates import TOOL_INTERRUPTED
 
-ROOT = Path(__file__).resolve().parent.parent
 STEP_TIMEOUT_S = 30.0
 
 
@@ -39,35 +43,54 @@ class ChildRun:
     kinds: list[str] = field(default_factory=list)
 
 
-async def run_and_kill(url: str, session_id: str | None, rng: random.Random) -> ChildRun:
+# Children are forked from a fork server that imported YouYou once (``crash_child.PRELOAD``):
+# a kill costs milliseconds of start-up instead of a fresh interpreter's imports.
+_CHILDREN = multiprocessing.get_context("forkserver")
+_CHILDREN.set_forkserver_preload(list(crash_child.PRELOAD))
+FIRST_STARTUP_GUESS_S = 0.2
+
+
+@dataclass
+class Startup:
+    """How long the last child took from its start to ``SESSION``: ``during_startup`` kills
+    land at a random time within it (opening the storage, building the agent, resuming)."""
+
+    seconds: float = FIRST_STARTUP_GUESS_S
+
+
+async def run_and_kill(
+    url: str, session_id: str | None, rng: random.Random, startup: Startup, err_path: Path
+) -> ChildRun:
     """Start a child, SIGKILL it at a random point, return everything it acknowledged."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.crash_child",
-        url,
-        *([session_id] if session_id else []),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    read_fd, write_fd = os.pipe()
+    writer = Connection(write_fd, readable=False)
+    proc = _CHILDREN.Process(
+        target=crash_child.forked_main, args=(url, session_id, writer, str(err_path))
     )
-    assert proc.stdout is not None and proc.stderr is not None
+    loop = asyncio.get_running_loop()
+    reader_stream = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader_stream), os.fdopen(read_fd, "rb", 0)
+    )
+    began = time.monotonic()
+    proc.start()
+    writer.close()  # the child holds the only write end: EOF once it dies
     run = ChildRun(session_id)
     strategy = rng.choice(["after_ack", "after_ack", "after_time", "during_startup"])
     kill_at_ack = rng.randint(1, 60)
     started = asyncio.Event()
 
     def kill() -> None:
-        if proc.returncode is None:
+        if proc.exitcode is None:
             proc.kill()
 
     async def read() -> None:
-        assert proc.stdout is not None
         fresh = 0
-        while line := await proc.stdout.readline():
+        while line := await reader_stream.readline():
             word, *rest = line.decode().split()
             if word == "SESSION":
                 run.session_id = rest[0]
+                startup.seconds = time.monotonic() - began
                 started.set()
             elif word == "ACK":
                 run.acked.append(int(rest[0]))
@@ -76,21 +99,28 @@ async def run_and_kill(url: str, session_id: str | None, rng: random.Random) -> 
                 if strategy == "after_ack" and started.is_set() and fresh >= kill_at_ack:
                     kill()
 
+    exited = asyncio.Event()
+    loop.add_reader(proc.sentinel, exited.set)  # readable once the child has ended
     reader = asyncio.create_task(read())
-    loop = asyncio.get_running_loop()
     if strategy == "during_startup":
-        loop.call_later(rng.uniform(0.2, 1.2), kill)
+        loop.call_later(rng.uniform(0.0, startup.seconds), kill)
     elif strategy == "after_time":
         await asyncio.wait_for(started.wait(), STEP_TIMEOUT_S)
         loop.call_later(rng.uniform(0.0, 0.4), kill)
     try:
-        await asyncio.wait_for(proc.wait(), STEP_TIMEOUT_S)
+        await asyncio.wait_for(exited.wait(), STEP_TIMEOUT_S)
     finally:
+        loop.remove_reader(proc.sentinel)
         kill()
+        proc.join(STEP_TIMEOUT_S)
     await reader  # lines written before the kill are still in the pipe
-    stderr = (await proc.stderr.read()).decode()
-    assert proc.returncode == -9, f"the child did not die by SIGKILL:\n{stderr}"
+    transport.close()
+    assert proc.exitcode == -9, f"the child did not die by SIGKILL:\n{_text(err_path)}"
     return run
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 async def check_and_continue(url: str, run: ChildRun) -> str:
@@ -154,14 +184,18 @@ def assert_no_unanswered_calls(events: Sequence[LedgerEvent]) -> None:
     assert not pending
 
 
-async def test_sigkill_at_random_points_loses_no_acknowledged_event(db_url: str) -> None:
+async def test_sigkill_at_random_points_loses_no_acknowledged_event(
+    db_url: str, tmp_path: Path
+) -> None:
     backend, kills = ("sqlite", 25) if db_url.startswith("sqlite") else ("postgresql", 10)
     rng = random.Random(f"crash-{backend}")
+    startup = Startup()
     session_id: str | None = None
     last_kinds: list[str] = []
     acked = 0
-    for _ in range(kills):
-        run = await run_and_kill(db_url, session_id, rng)
+    for number in range(kills):
+        err_path = tmp_path / f"child-{number}.stderr"
+        run = await run_and_kill(db_url, session_id, rng, startup, err_path)
         if run.session_id is None:  # killed before it printed the id of its new session
             run.session_id = await only_session(db_url)
             if run.session_id is None:

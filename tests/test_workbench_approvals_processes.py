@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from approval_kit import DENIED, TOOL, asks_for_the_time, decide, time_server, waiting_turn
+from conftest import drop_pg_database, new_pg_database
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import (
     Api,
@@ -70,42 +72,123 @@ def answered(api: Api, session_id: str) -> list[dict[str, Any]]:
             for block in message["content"]
         )
 
-    assert wait_until(done, 60, 0.2), found
+    assert wait_until(done, 60, 0.05), found
     return found
 
 
-def stopped_while_waiting(
-    tmp_path: Path, url: str, model: FakeOpenAIServer, started: list[Server], how: str
-) -> tuple[Api, str, str, Server]:
+# -- a server stopped while calls wait, and the one started after it ------------------------
+
+# The sessions whose calls wait when the server stops, by the test that goes on with each:
+# one stop and one restart serve them all (each test has a session of its own).
+ROLES = {"kill": ("approve", "deny", "claimed", "cancel"), "term": ("approve", "cancel")}
+
+
+@dataclass
+class Restart:
     """A server stopped (``kill``: SIGKILL, ``term``: SIGTERM, a graceful stop) while a call
-    waits, and a new one started on the same database."""
-    first = new_server(tmp_path / "first", url, model, started).start()
+    waited in each session of ``waiting`` (role → session id, call id), and a new server
+    started on the same database; ``alice`` is the sessions' owner on the new server."""
+
+    alice: Api
+    waiting: dict[str, tuple[str, str]]
+    second: Server
+
+
+Restarts = Callable[[str, str], Restart]
+
+
+def shared_setup(params: dict[str, Any]) -> tuple[str, str] | None:
+    """The ``restarts(backend, how)`` a test uses: conftest runs the tests that share one
+    next to each other."""
+    if "backend" not in params:
+        return None
+    return params["backend"], params.get("how", "kill")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    backend: str = request.param
+    return backend
+
+
+@pytest.fixture(scope="module")
+def restarts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarts]:
+    """``restarts(backend, how)``: the ``Restart`` for the tests of ``ROLES[how]``, built by the
+    first of them (in this process) on a database of its own, shared by the others."""
+    built: dict[tuple[str, str], Restart] = {}
+    started: list[Server] = []
+    databases: list[str] = []
+    with FakeOpenAIServer() as model:
+        model.default = asks_for_the_time
+
+        def restart(backend: str, how: str) -> Restart:
+            if (backend, how) not in built:
+                root = tmp_path_factory.mktemp(f"approvals-{backend}-{how}")
+                if backend == "sqlite":
+                    url = f"sqlite+aiosqlite:///{root / 'youyou.db'}"
+                else:
+                    url = asyncio.run(new_pg_database())
+                    databases.append(url)
+                built[backend, how] = stopped_while_waiting(root, url, model, started, how)
+            return built[backend, how]
+
+        try:
+            yield restart
+        finally:
+            for restarted in built.values():
+                restarted.alice.close()
+            for server in started:
+                kill_tree(server)
+    for url in databases:
+        asyncio.run(drop_pg_database(url))
+
+
+def stopped_while_waiting(
+    root: Path, url: str, model: FakeOpenAIServer, started: list[Server], how: str
+) -> Restart:
+    first = new_server(root / "first", url, model, started).start()
     alice = Api.signed_up(first.url, "alice")
-    sid = alice.new_session()["id"]
-    turn, asked = waiting_turn(alice, sid)
+    waiting: dict[str, tuple[str, str]] = {}
+    turns = []
+    for role in ROLES[how]:
+        sid = alice.new_session()["id"]
+        turn, asked = waiting_turn(alice, sid)
+        waiting[role] = (sid, asked["callId"])
+        turns.append(turn)
     if how == "kill":
         first.kill()
-        turn.join(30)
-        assert turn.error is not None, "the stream breaks with the process"
+        for turn in turns:
+            turn.join(30)
+            assert turn.error is not None, "the stream breaks with the process"
     else:
         assert first.stop() == 0
-        turn.join(30)
-    second = new_server(tmp_path / "second", url, model, started).start()
-    return Api(second.url, alice.token), sid, asked["callId"], second
+        for turn in turns:
+            turn.join(30)
+    alice.close()
+    if "claimed" in waiting:
+        asyncio.run(claim(url, *waiting["claimed"]))
+    second = new_server(root / "second", url, model, started).start()
+    return Restart(Api(second.url, alice.token), waiting, second)
+
+
+async def claim(url: str, session_id: str, call_id: str) -> None:
+    """The decision reaches the approvals index, but no process carries it out."""
+    store = await WorkbenchStore.open(url)
+    try:
+        decision = Decision("approve", "alice", datetime.now(UTC))
+        await store.claim_decision(session_id, call_id, decision)
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize(
     ("how", "decision"), [("kill", "approve"), ("kill", "deny"), ("term", "approve")]
 )
 def test_a_waiting_call_survives_a_stop_and_the_turn_goes_on_after_a_restart(
-    tmp_path: Path,
-    workbench_db: str,
-    asking: FakeOpenAIServer,
-    servers: list[Server],
-    how: str,
-    decision: str,
+    restarts: Restarts, backend: str, how: str, decision: str
 ) -> None:
-    alice, sid, call_id, _ = stopped_while_waiting(tmp_path, workbench_db, asking, servers, how)
+    stopped = restarts(backend, how)
+    alice, (sid, call_id) = stopped.alice, stopped.waiting[decision]
     shown = alice.data("GET", f"/chat/sessions/{sid}")
     assert [p["callId"] for p in shown["pendingApprovals"]] == [call_id]
     assert shown["awaitingApproval"] is True
@@ -129,28 +212,13 @@ def test_a_waiting_call_survives_a_stop_and_the_turn_goes_on_after_a_restart(
 
 
 def test_a_decision_claimed_before_the_process_died_is_carried_out_by_the_next_one(
-    tmp_path: Path, workbench_db: str, asking: FakeOpenAIServer, servers: list[Server]
+    restarts: Restarts, backend: str
 ) -> None:
     """The decision reached the index but not the turn (the process died in between): the
     next server goes on with the turn on its own, the tool runs and the model answers."""
-    first = new_server(tmp_path / "first", workbench_db, asking, servers).start()
-    alice = Api.signed_up(first.url, "alice")
-    sid = alice.new_session()["id"]
-    turn, asked = waiting_turn(alice, sid)
-    first.kill()
-    turn.join(30)
-
-    async def claim() -> None:
-        store = await WorkbenchStore.open(workbench_db)
-        try:
-            decision = Decision("approve", "alice", datetime.now(UTC))
-            await store.claim_decision(sid, asked["callId"], decision)
-        finally:
-            await store.close()
-
-    asyncio.run(claim())
-    second = new_server(tmp_path / "second", workbench_db, asking, servers).start()
-    messages = answered(Api(second.url, alice.token), sid)
+    stopped = restarts(backend, "kill")
+    sid, _ = stopped.waiting["claimed"]
+    messages = answered(stopped.alice, sid)
     (call,) = [c for m in messages for c in m["toolCalls"]]
     assert call["isError"] is False and "Asia/Tokyo" in call["output"]
     assert call["approval"]["decidedBy"] == "alice"
@@ -190,11 +258,12 @@ def test_a_decision_sent_to_the_other_process_reaches_the_turn_within_half_a_sec
 
 @pytest.mark.parametrize("how", ["kill", "term"])
 def test_a_turn_left_waiting_by_a_stopped_server_is_cancelled_after_a_restart(
-    tmp_path: Path, workbench_db: str, asking: FakeOpenAIServer, servers: list[Server], how: str
+    restarts: Restarts, backend: str, how: str
 ) -> None:
     """No process runs the turn any more, yet its call waits: cancel ends it durably (the
     call gets the cancelled result, nothing waits) and the session takes new messages."""
-    alice, sid, call_id, _ = stopped_while_waiting(tmp_path, workbench_db, asking, servers, how)
+    stopped = restarts(backend, how)
+    alice, (sid, call_id) = stopped.alice, stopped.waiting["cancel"]
     assert alice.data("GET", f"/chat/sessions/{sid}")["running"] is True
 
     cancelled = alice.data("POST", f"/chat/sessions/{sid}/cancel")

@@ -16,21 +16,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import (
     COMMAND,
+    PROBE_INTERVAL_S,
     START_TIMEOUT_S,
     Api,
     Server,
     StreamingSend,
     Workbench,
     free_port,
+    is_healthy,
     listening_addresses,
     model_messages,
     pausing_reply,
+    probe_client,
     text_of,
     try_send,
     wait_until,
@@ -53,8 +55,8 @@ def history(api: Api, session_id: str) -> list[dict[str, Any]]:
     return messages
 
 
-def open_sessions(wb: Workbench) -> float:
-    metrics = httpx.get(f"{wb.url}/metrics").text
+def open_sessions(api: Api) -> float:
+    metrics = api.http.get("/metrics").text
     [line] = [line for line in metrics.splitlines() if line.startswith("youyou_open_sessions ")]
     return float(line.split()[1])
 
@@ -164,7 +166,7 @@ def test_idle_sessions_are_closed_and_resume_with_their_history(
     api = wb.user("cleo")
     sid = api.new_session()["id"]
     assert api.send(sid, "db-1 is on postgres 15")[-1].event == "turn_complete"
-    assert wait_until(lambda: open_sessions(wb) == 0, timeout_s=15), "the session stayed open"
+    assert wait_until(lambda: open_sessions(api) == 0, timeout_s=15), "the session stayed open"
 
     assert api.send(sid, "which version again?")[-1].event == "turn_complete"
     sent = [m for m in model_messages(wb.model.requests[-1]) if m[0] != "system"]
@@ -206,14 +208,13 @@ def bare_server(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen
 
 
 def wait_healthy(process: subprocess.Popen[str], port: int, log: Path) -> None:
-    def healthy() -> bool:
-        assert process.poll() is None, log.read_text()
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
+    with probe_client() as probe:
 
-    assert wait_until(healthy, START_TIMEOUT_S), log.read_text()
+        def healthy() -> bool:
+            assert process.poll() is None, log.read_text()
+            return is_healthy(probe, f"http://127.0.0.1:{port}")
+
+        assert wait_until(healthy, START_TIMEOUT_S, PROBE_INTERVAL_S), log.read_text()
 
 
 def test_without_configuration_it_serves_the_demo_model_from_the_user_data_dir(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 from sqlalchemy import text
 
 from fakes.http_server import RecordedRequest, Reply
-from fakes.openai_server import FakeOpenAIServer, text_reply
+from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
 from server_kit import (
     COMMAND,
     START_TIMEOUT_S,
@@ -37,6 +38,7 @@ from server_kit import (
     start_together,
     text_of,
     try_send,
+    wait_until,
     write_config,
 )
 from youyou.adapters.storage.engine import create_engine
@@ -54,6 +56,12 @@ OPEN_GAUGE = "youyou_open_sessions "
 
 def slow_reply(pause_s: float) -> Reply:
     return pausing_reply(FIRST_PIECE, pause_s)
+
+
+def gated_reply(opened: threading.Event) -> Reply:
+    """``FIRST_PIECE`` at once, the rest once the test sets ``opened``: the turn runs for as
+    long as the test needs it to, however loaded the machine is."""
+    return OpenAIStream().text(FIRST_PIECE).gate(opened).text("Done.").finish().usage(10, 5).reply()
 
 
 def echo(request: RecordedRequest) -> Reply:
@@ -99,19 +107,22 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
     a, b = start_pair()
     on_a, on_b = same_user(a, b, "alice")
     sid = on_a.new_session()["id"]
-    fake_model.enqueue(slow_reply(pause_s=2))
+    opened = threading.Event()
+    fake_model.enqueue(gated_reply(opened))
     turn = StreamingSend(on_b, sid, "first")
-    turn.wait_for("text_delta")
-
-    busy = on_a.error("POST", f"/chat/sessions/{sid}/messages", 409, json={"content": "second"})
-    assert busy["code"] == "TURN_BUSY"
-    assert b.process is not None
-    holder = f"youyou serve, pid {b.process.pid} on "
-    assert "another server process" in busy["message"]
-    assert holder not in busy["message"], "the client learns no host or pid"
-    assert holder in a.log(), "the holder is in the refusing process's log"
-    mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
-    assert mode["code"] == "TURN_BUSY"
+    try:
+        turn.wait_for("text_delta")
+        busy = on_a.error("POST", f"/chat/sessions/{sid}/messages", 409, json={"content": "second"})
+        assert busy["code"] == "TURN_BUSY"
+        assert b.process is not None
+        holder = f"youyou serve, pid {b.process.pid} on "
+        assert "another server process" in busy["message"]
+        assert holder not in busy["message"], "the client learns no host or pid"
+        assert holder in a.log(), "the holder is in the refusing process's log"
+        mode = on_a.error("PUT", f"/chat/sessions/{sid}/memory", 409, json={"mode": "manual"})
+        assert mode["code"] == "TURN_BUSY"
+    finally:
+        opened.set()  # the turn ends only now: every refusal above was during it
 
     assert turn.join()[-1].event == "turn_complete"
     assert on_a.send(sid, "second")[-1].event == "turn_complete"
@@ -143,12 +154,18 @@ def test_a_client_re_attaching_through_the_other_server_follows_the_turn(
     sid = on_a.new_session()["id"]
     assert on_b.send(sid, "nobody follows this one elsewhere")[-1].event == "turn_complete"
     assert copied_frames(pg_url) == 0
-    fake_model.enqueue(slow_reply(pause_s=2))
-    sent = StreamingSend(on_b, sid, "first")
-    first_piece = sent.wait_for("text_delta")
-    assert first_piece.id is not None
-    whole = StreamingSend.reattach(on_a, sid)
-    rest = StreamingSend.reattach(on_a, sid, last_event_id=first_piece.id)
+    first_opened, second_opened = threading.Event(), threading.Event()
+    fake_model.enqueue(gated_reply(first_opened), gated_reply(second_opened))
+    try:
+        sent = StreamingSend(on_b, sid, "first")
+        first_piece = sent.wait_for("text_delta")
+        assert first_piece.id is not None
+        whole = StreamingSend.reattach(on_a, sid)
+        rest = StreamingSend.reattach(on_a, sid, last_event_id=first_piece.id)
+        whole.wait_for("text_delta")  # both follow the running turn before it goes on
+        assert wait_until(lambda: rest.status is not None, 30), "the re-attach got no answer"
+    finally:
+        first_opened.set()
 
     frames = sent.join()
     assert frames[-1].event == "turn_complete"
@@ -157,10 +174,13 @@ def test_a_client_re_attaching_through_the_other_server_follows_the_turn(
     assert rest.join() == [f for f in frames if f.id is not None and f.id > first_piece.id]
     assert on_a.http.get(f"/chat/sessions/{sid}/stream").status_code == 204  # none runs
 
-    fake_model.enqueue(slow_reply(pause_s=2))
-    second = StreamingSend(on_b, sid, "second")
-    second.wait_for("text_delta")
-    again = StreamingSend.reattach(on_a, sid)  # the copies of the first turn are not served
+    try:
+        second = StreamingSend(on_b, sid, "second")
+        second.wait_for("text_delta")
+        again = StreamingSend.reattach(on_a, sid)  # the copies of the first turn are not served
+        again.wait_for("text_delta")
+    finally:
+        second_opened.set()
     assert again.join() == second.join()
     assert [f.event for f in again.frames][:2] == ["turn_started", "text_delta"]
 
