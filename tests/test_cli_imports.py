@@ -142,6 +142,11 @@ def test_a_chat_message_to_a_database_at_head_loads_only_what_it_uses(tmp_path: 
         ("youyou.cli.render", ("rich.markdown",)),
         ("youyou.cli.transcript", ("rich.markdown",)),
         ("youyou.bootstrap", ("youyou.adapters.knowledge", "alembic")),
+        # single sign-on's libraries, for a server without [server.oidc]
+        ("youyou.workbench.server", ("authlib", "joserfc", "youyou.workbench.oidc")),
+        # what the account commands use: the store and accounts, not the web server
+        ("youyou.workbench.accounts", ("fastapi", "uvicorn", "youyou.workbench.app")),
+        ("youyou.workbench.auth", ("fastapi", "uvicorn", "youyou.workbench.app")),
     ],
 )
 def test_modules_load_their_costly_dependencies_on_first_use(

@@ -32,7 +32,6 @@ from youyou.workbench.errors import ApiCode, ApiError, from_agent_error, languag
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import BodyLimits
 from youyou.workbench.metrics import Metrics
-from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.openapi import describe_real_responses
 from youyou.workbench.routes import (
     admin,
@@ -138,8 +137,11 @@ def create_app(
             timedelta(hours=server.token_ttl_hours),
             Passwords(server),
         )
-        oidc = server.oidc
-        sign_on = OidcLogin(oidc, store, server.admins) if oidc is not None else None
+        sign_on = None
+        if server.oidc is not None:  # its libraries are loaded only for single sign-on
+            from youyou.workbench.oidc import OidcLogin
+
+            sign_on = OidcLogin(server.oidc, store, server.admins)
         app.state.workbench = Workbench(
             settings, built, store, hub, authenticator, metrics, sign_on
         )

@@ -9,7 +9,7 @@ import re
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -30,9 +30,11 @@ from youyou.workbench.errors import (
 from youyou.workbench.hub import SessionHub
 from youyou.workbench.intake import SIGNED_IN_USER, BodyLimits, read_body, refuse_nul
 from youyou.workbench.metrics import Metrics
-from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.store import UserRecord, WorkbenchStore
 from youyou.workbench.store.sending import SendReads
+
+if TYPE_CHECKING:  # loaded only when single sign-on is configured
+    from youyou.workbench.oidc import OidcLogin
 
 request_id_var: ContextVar[str] = ContextVar("youyou_request_id", default="-")
 trace_id_var: ContextVar[str] = ContextVar("youyou_trace_id", default="-")

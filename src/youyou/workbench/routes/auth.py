@@ -3,7 +3,7 @@ and whether sign-up is open."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from pydantic import StringConstraints
@@ -11,7 +11,6 @@ from pydantic import StringConstraints
 from youyou.workbench.auth import IssuedToken, bearer_token
 from youyou.workbench.context import RequestIdDep, UserDep, Workbench, WorkbenchDep
 from youyou.workbench.errors import ApiCode, ApiError
-from youyou.workbench.oidc import OidcLogin
 from youyou.workbench.routes import COMMON_ERRORS
 from youyou.workbench.schemas import (
     ApiModel,
@@ -24,6 +23,9 @@ from youyou.workbench.schemas import (
     UserOut,
 )
 from youyou.workbench.store import UserRecord
+
+if TYPE_CHECKING:  # loaded only when single sign-on is configured
+    from youyou.workbench.oidc import OidcLogin
 
 router = APIRouter(prefix="/auth", tags=["auth"], responses=COMMON_ERRORS)
 
