@@ -25,9 +25,11 @@ from typing import Any
 
 import httpx
 import uvicorn
+from sqlalchemy import text
 
 from fakes.http_server import RecordedRequest, StreamReply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
+from youyou.adapters.storage.engine import create_engine
 from youyou.config import load_settings
 from youyou.ports.tracer import Tracer
 from youyou.workbench.app import create_app
@@ -109,6 +111,21 @@ def write_config(
         encoding="utf-8",
     )
     return config
+
+
+async def ledger_id_of(db_url: str, chat_id: str) -> str:
+    """The kernel session behind a chat session, read from the workbench's database."""
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text("SELECT ledger_session_id FROM wb_chat_sessions WHERE id = :id"),
+                {"id": chat_id},
+            )
+    finally:
+        await engine.dispose()
+    assert found is not None, f"no chat session {chat_id}"
+    return str(found)
 
 
 def answer_ok(request: RecordedRequest) -> Any:

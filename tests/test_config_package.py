@@ -48,6 +48,7 @@ PUBLIC = {
     "looks_like_secret",
     "memory_mode_name",
     "parse_settings",
+    "refuse_key",
 }
 
 

@@ -33,6 +33,7 @@ from server_kit import (
     descendants,
     free_port,
     kill_tree,
+    ledger_id_of,
     model_messages,
     pausing_reply,
     start_together,
@@ -299,7 +300,7 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
     sid = on_a.new_session()["id"]
     on_a.send(sid, "first, on a")
     on_b.send(sid, "second, on b")  # a's copy is outdated, b's is the one to extract from
-    ledger_id = asyncio.run(_ledger_id(pg_url, sid))
+    ledger_id = asyncio.run(ledger_id_of(pg_url, sid))
     other = "youyou serve, pid 1 on another-host (test)"  # a live holder elsewhere
     assert asyncio.run(_lease(pg_url, ledger_id, other, acquire=True)) is None
     try:
@@ -310,19 +311,6 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
         asyncio.run(_lease(pg_url, ledger_id, other, acquire=False))
     [extraction] = closed_with_extractions(on_a, on_b, fake_model)
     assert "second, on b" in json.dumps(extraction.json["messages"])
-
-
-async def _ledger_id(pg_url: str, chat_id: str) -> str:
-    engine = create_engine(pg_url)
-    try:
-        async with engine.connect() as conn:
-            found = await conn.scalar(
-                text("SELECT ledger_session_id FROM wb_chat_sessions WHERE id = :id"),
-                {"id": chat_id},
-            )
-    finally:
-        await engine.dispose()
-    return str(found)
 
 
 async def _lease(pg_url: str, ledger_id: str, holder: str, *, acquire: bool) -> str | None:

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from fakes.openai_server import OpenAIStream
-from server_kit import Api, StreamingSend, Workbench
+from server_kit import Api, StreamingSend, Workbench, ledger_id_of
 from youyou.adapters.storage.engine import create_engine
 from youyou.adapters.storage.tables import session_leases
 
@@ -186,13 +186,10 @@ def test_since_picks_up_sessions_created_or_used_elsewhere(
 
 async def _lease_time_left_s(db_url: str, chat_id: str) -> float:
     """Seconds until the lease of the chat session's ledger expires, read from the database."""
+    ledger = await ledger_id_of(db_url, chat_id)
     engine = create_engine(db_url)
     try:
         async with engine.connect() as conn:
-            ledger = await conn.scalar(
-                text("SELECT ledger_session_id FROM wb_chat_sessions WHERE id = :id"),
-                {"id": chat_id},
-            )
             expires = await conn.scalar(
                 select(session_leases.c.expires_at).where(session_leases.c.session_id == ledger)
             )

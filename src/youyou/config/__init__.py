@@ -13,7 +13,7 @@ environment), ``server``, ``providers``, ``mcp``, ``knowledge``, ``schema`` (the
 and ``load`` (reading and resolving it).
 """
 
-from youyou.config.base import Section, check_http_url
+from youyou.config.base import Section, check_http_url, refuse_key
 from youyou.config.knowledge import KnowledgeSourceSettings
 from youyou.config.load import (
     CONFIG_ENV,
@@ -97,4 +97,5 @@ __all__ = [
     "looks_like_secret",
     "memory_mode_name",
     "parse_settings",
+    "refuse_key",
 ]

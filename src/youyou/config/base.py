@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
@@ -24,3 +26,11 @@ def check_http_url(url: str) -> str:
             '"http://127.0.0.1:8080/v1"'
         )
     return url
+
+
+def refuse_key(table: Any, key: str, message: str) -> Any:
+    """``table`` (a section's raw keys, before validation) unless it holds ``key``, a key that
+    must not be there (a secret written inline, a key that moved): then ``message`` says why."""
+    if isinstance(table, Mapping) and key in table:
+        raise ValueError(message)
+    return table

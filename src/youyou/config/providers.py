@@ -3,7 +3,6 @@ models, at what price; the ``type`` key decides which other keys an entry has.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -11,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from youyou.adapters.providers.scripted import DEMO_MODEL
-from youyou.config.base import Section, check_http_url
+from youyou.config.base import Section, check_http_url, refuse_key
 from youyou.config.secrets import SecretsFromEnvironment, check_variable_name
 from youyou.domain.model import ModelInfo, ProviderCapability
 
@@ -72,12 +71,11 @@ class _Provider(Section):
     @model_validator(mode="before")
     @classmethod
     def _no_inline_secrets(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "api_key" in data:
-            raise ValueError(
-                "api_key: keys are read from the environment only; "
-                'set api_key_env = "NAME_OF_THE_VARIABLE" instead'
-            )
-        return data
+        inline = (
+            "api_key: keys are read from the environment only; "
+            'set api_key_env = "NAME_OF_THE_VARIABLE" instead'
+        )
+        return refuse_key(data, "api_key", inline)
 
     @property
     def offline_demo(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
-from youyou.config.base import Section, check_http_url
+from youyou.config.base import Section, check_http_url, refuse_key
 from youyou.config.secrets import check_variable_name
 
 
@@ -141,11 +141,8 @@ class ServerSettings(Section):
     @model_validator(mode="before")
     @classmethod
     def _moved_keys(cls, table: Any) -> Any:
-        if isinstance(table, dict) and "lease_ttl_s" in table:
-            raise ValueError(
-                "lease_ttl_s has moved to [database] (one lease time for youyou chat and serve)"
-            )
-        return table
+        moved = "lease_ttl_s has moved to [database] (one lease time for youyou chat and serve)"
+        return refuse_key(table, "lease_ttl_s", moved)
 
     @field_validator("registration", mode="before")
     @classmethod
