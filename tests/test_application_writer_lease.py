@@ -114,6 +114,7 @@ async def test_a_second_writer_gets_one_session_busy_error_and_stores_nothing(
                 await write()
             assert refused.value.code is ErrorCode.SESSION_BUSY
             assert "is in use by another process (process A)" in refused.value.message
+        await _until_stored(b, mine.session_id, "from A")  # stored by A's turn, on its task
         assert await b.user_texts(mine.session_id) == ["first", "from A"]
         assert (await running.join()).status is OutcomeStatus.COMPLETED
         # once A's turn has ended, B writes: after reloading what A appended meanwhile
