@@ -58,8 +58,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 START_TIMEOUT_S = 60
 PASSWORD = "correct horse battery staple"
 # Sign-ups and logins run this many at a time: each hashes with Argon2id (about 64 MiB and
-# ~0.3 s of CPU on purpose), so 200 at once would only queue in the server's thread pool.
-SETUP_CONCURRENCY = 4
+# ~0.3 s of CPU on purpose), and the server lets one client address hash or wait for two at a
+# time (more get 429 at once); every user here signs up from the same address.
+SETUP_CONCURRENCY = 2
 TERMINAL = {"turn_complete", "turn_cancelled"}
 # ``youyou serve`` with pyinstrument sampling the event loop's thread (wall clock, idle included)
 # every millisecond from SIGUSR1 to SIGUSR2 (the turns); writes REPORT.txt, REPORT.html and
@@ -232,23 +233,43 @@ def start_server(
     command = [*SERVE, *args]
     if profile is not None:  # pyinstrument writes the reports when the server exits
         command = [sys.executable, "-c", PROFILED_SERVE, str(profile), *args]
-    log = (root / "server.log").open("w", encoding="utf-8")
-    server = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root, text=True
-    )
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError("server exited:\n" + (root / "server.log").read_text())
-        try:
-            healthy = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-            if healthy and (workers == 1 or _ready_workers(root) >= workers):
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    stop(server)
-    raise RuntimeError("server did not start:\n" + (root / "server.log").read_text())
+    health = f"http://127.0.0.1:{port}/healthz"
+
+    def ready(http: httpx.Client) -> bool:
+        healthy = http.get(health).status_code == 200
+        return healthy and (workers == 1 or _ready_workers(root) >= workers)
+
+    return launch_and_wait(command, env, root, ready, START_TIMEOUT_S)
+
+
+def launch_and_wait(
+    command: list[str],
+    env: dict[str, str],
+    root: Path,
+    ready: Callable[[httpx.Client], bool],
+    timeout_s: float,
+) -> subprocess.Popen[str]:
+    """Start ``command`` in ``root`` (its output in ``root/server.log``) and poll ``ready``
+    (through one client) until it holds; the log's tail in the error when the process exits
+    or is not ready within ``timeout_s``."""
+    log_path = root / "server.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root, text=True
+        )
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=2, trust_env=False) as http:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError("server exited:\n" + log_path.read_text()[-3000:])
+            try:
+                if ready(http):
+                    return process
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+    stop(process)
+    raise RuntimeError("server did not start:\n" + log_path.read_text()[-3000:])
 
 
 def _ready_workers(root: Path) -> int:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 from fake_openai import ANSWER
-from server_load import CpuMeter, process_tree, stop, vm_hwm_mib
+from server_load import CpuMeter, launch_and_wait, process_tree, vm_hwm_mib
 
 # The peers' own environments (made by setup.sh), outside the repository.
 PEERS = Path(os.environ.get("YOUYOU_PEERS_DIR", Path.home() / ".cache" / "youyou-peers"))
@@ -126,22 +126,11 @@ def launch(
     minimal PATH/HOME, and wait until ``health_url`` answers 200."""
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), **env}
     base["NO_PROXY"] = "127.0.0.1,localhost"
-    log = (root / "server.log").open("w", encoding="utf-8")
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, env=base, cwd=root, text=True
-    )
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("server exited:\n" + (root / "server.log").read_text()[-3000:])
-        try:
-            if httpx.get(health_url, timeout=2, trust_env=False).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    stop(process)
-    raise RuntimeError("server did not start:\n" + (root / "server.log").read_text()[-3000:])
+
+    def ready(http: httpx.Client) -> bool:
+        return http.get(health_url).status_code == 200
+
+    return launch_and_wait(command, base, root, ready, START_TIMEOUT_S)
 
 
 # -- the client ---------------------------------------------------------------------------
