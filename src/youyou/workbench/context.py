@@ -243,12 +243,11 @@ async def sender(
 ) -> SendReads:
     """``current_user`` for a send to ``session_id``, with the session's row and the user's
     assets read in the same transaction."""
-    store = get_workbench(request).store
+    wb = get_workbench(request)
     checked = getattr(request.state, SIGNED_IN_USER, None)
     if isinstance(checked, UserRecord):
-        return await store.send_reads_of(checked, session_id)
-    auth = get_workbench(request).auth
-    return await auth.sender_for(request.headers.get("authorization"), session_id)
+        return await wb.store.send_reads_of(checked, session_id)
+    return await wb.auth.sender_for(request.headers.get("authorization"), session_id)
 
 
 WorkbenchDep = Annotated[Workbench, Depends(workbench)]
