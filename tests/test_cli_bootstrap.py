@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from sqlalchemy import select
 
 from kernel_kit import block_text
@@ -44,8 +45,14 @@ async def test_builds_a_working_agent_whose_sessions_are_stored(db_url: str) -> 
     assert "offline demo model" in block_text(answer.content[0])
 
 
-async def test_a_writer_holds_the_session_lease_for_database_lease_ttl_s(db_url: str) -> None:
-    settings = _settings(db_url, database={"url": db_url, "lease_ttl_s": 7})
+async def test_a_writer_holds_the_session_lease_for_database_lease_ttl_s(
+    db_url: str, tmp_path: Path
+) -> None:
+    # An answer that takes a while: the lease is read while the turn still holds it.
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"responses": [{"text": "hi", "delay_ms": 500}]}))
+    scripted = {"id": "scripted", "type": "scripted", "script_path": str(script)}
+    settings = _settings(db_url, database={"url": db_url, "lease_ttl_s": 7}, providers=[scripted])
     app = await build_agent_from_settings(settings, writer=Writer("youyou chat"))
     try:
         session = await app.agent.new_session()
