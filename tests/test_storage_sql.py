@@ -20,12 +20,14 @@ from storage_contract import (
     profile,
     user,
 )
+from youyou.adapters.storage import SqlSessionLeases
 from youyou.adapters.storage.engine import create_engine
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.adapters.storage.tables import ledger_events, sessions
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import LEDGER_SCHEMA_VERSION, LedgerEvent, SystemMessage
 from youyou.domain.session import SessionListQuery, next_summary
+from youyou.ports.session_storage import LeaseReleasingStorage
 
 
 @pytest.fixture
@@ -211,3 +213,69 @@ class TestSqlSessionStorage(SessionStorageContract):
             await SqlSessionStorage.open("postgresql+asyncpg://postgres@127.0.0.1:1/none")
         assert_error(exc, ErrorCode.STORAGE_ERROR)
         assert exc.value.retryable
+
+    async def test_a_releasing_append_gives_back_only_the_holders_lease_with_the_event(
+        self, storage: SqlSessionStorage
+    ) -> None:
+        leases = storage.leases()
+        events, summary = await append_all(storage, "s-1", [profile()])
+        await append_all(storage, "s-2", [profile()])
+        for session_id in ("s-1", "s-2"):
+            assert await leases.acquire(session_id, "writer", 30) is None
+        answer = LedgerEvent(seq=2, timestamp=T0 + timedelta(minutes=1), payload=user("done"))
+        after = next_summary(summary, "s-1", answer)
+        await storage.append_event_releasing("s-1", answer, after, holder="writer")
+        assert list(await storage.load_events("s-1")) == [*events, answer]
+        assert (await storage.load_head("s-1")).summary == after
+        assert await leases.holder("s-1") is None
+        assert await leases.holder("s-2") == "writer"  # another session's lease stays
+        # another holder's lease is left alone; so is a session nobody holds
+        assert await leases.acquire("s-1", "someone else", 30) is None
+        third = LedgerEvent(seq=3, timestamp=T0 + timedelta(minutes=2), payload=user("more"))
+        await storage.append_event_releasing(
+            "s-1", third, next_summary(after, "s-1", third), holder="writer"
+        )
+        assert await leases.holder("s-1") == "someone else"
+        assert (await storage.load_head("s-1")).last_seq == 3
+        first = LedgerEvent(seq=1, timestamp=T0, payload=profile())
+        await storage.append_event_releasing(
+            "s-3", first, next_summary(None, "s-3", first), holder="writer"
+        )
+        assert list(await storage.load_events("s-3")) == [first]
+
+    async def test_a_refused_releasing_append_releases_nothing(
+        self, storage: SqlSessionStorage, engine: AsyncEngine
+    ) -> None:
+        leases = storage.leases()
+        events, summary = await append_all(storage, "s-1", [profile(), user("hi")])
+        assert await leases.acquire("s-1", "writer", 30) is None
+        clash = LedgerEvent(seq=2, timestamp=T0 + timedelta(hours=1), payload=user("dup"))
+        with pytest.raises(AgentError) as conflict:
+            await storage.append_event_releasing(
+                "s-1", clash, next_summary(summary, "s-1", clash), holder="writer"
+            )
+        assert_error(conflict, ErrorCode.STORAGE_ERROR)
+        assert await leases.holder("s-1") == "writer"
+        # a failure after the event's insert rolls the whole transaction back too
+        async with engine.begin() as conn:
+            for statement in _FAILING_TRIGGER[engine.dialect.name]:
+                await conn.execute(text(statement))
+        failing = LedgerEvent(seq=3, timestamp=T0, payload=SystemMessage(content="x"))
+        with pytest.raises(AgentError):
+            await storage.append_event_releasing(
+                "s-1", failing, next_summary(summary, "s-1", failing), holder="writer"
+            )
+        assert await leases.holder("s-1") == "writer"
+        assert list(await storage.load_events("s-1")) == events
+
+    async def test_it_releases_the_leases_of_its_own_engine_only(
+        self, storage: SqlSessionStorage, db_url: str
+    ) -> None:
+        assert isinstance(storage, LeaseReleasingStorage)
+        assert storage.keeps_leases(storage.leases())
+        assert storage.keeps_leases(SqlSessionLeases(storage.engine))
+        elsewhere = await SqlSessionStorage.open(db_url)
+        try:
+            assert not storage.keeps_leases(elsewhere.leases())
+        finally:
+            await elsewhere.close()

@@ -1,4 +1,9 @@
-"""Session storage port (see docs/sessions.md and docs/storage.md)."""
+"""Session storage port (see docs/sessions.md and docs/storage.md).
+
+``LeaseReleasingStorage`` is an optional extension for a storage that keeps the session leases
+in its own database: the operation's last append gives the writer's lease back in the same
+transaction, so ending a turn costs no trip of its own to the database.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from youyou.domain.session import (
     SessionSearchQuery,
     SessionSummary,
 )
+from youyou.ports.session_lease import SessionLeases
 
 
 @runtime_checkable
@@ -46,3 +52,21 @@ class SessionStorage(Protocol):
     ) -> Sequence[SessionSummary]: ...
 
     async def delete_session(self, session_id: str) -> None: ...
+
+
+@runtime_checkable
+class LeaseReleasingStorage(SessionStorage, Protocol):
+    """A storage whose database also keeps session leases (``SessionLeases``)."""
+
+    def keeps_leases(self, leases: SessionLeases) -> bool:
+        """Whether ``leases`` are kept in this storage's database: only then does
+        ``append_event_releasing`` give back the leases they hand out."""
+        ...
+
+    async def append_event_releasing(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary, *, holder: str
+    ) -> None:
+        """``append_event``, and in the same transaction the session's lease deleted if
+        ``holder`` holds it (nothing else otherwise): both happen, or, on any failure
+        (STORAGE_ERROR, a seq conflict included), neither."""
+        ...

@@ -23,7 +23,7 @@ from youyou.adapters.storage.sqlite_driver import compiled_statement
 from youyou.adapters.storage.tables import session_leases, sessions, upsert_statement
 from youyou.ports.session_lease import LeaseState
 
-__all__ = ["LeaseState", "SqlSessionLeases"]
+__all__ = ["RELEASE", "LeaseState", "SqlSessionLeases"]
 
 _lease = session_leases.c
 
@@ -63,7 +63,8 @@ def _acquire(postgresql_dialect: bool, seeing: bool = False) -> Insert:
 
 
 _HOLDER = select(_lease.holder).where(_lease.session_id == bindparam("session_id"))
-_RELEASE = delete(session_leases).where(
+# Also run by ``SqlSessionStorage.append_event_releasing``, in the append's transaction.
+RELEASE = delete(session_leases).where(
     _lease.session_id == bindparam("session_id"), _lease.holder == bindparam("holder")
 )
 
@@ -91,6 +92,11 @@ class SqlSessionLeases:
         self._clock = clock
         self._beside_ledger = beside_ledger
         self._sqlite = sqlite
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The database the leases are kept in (see ``SqlSessionStorage.keeps_leases``)."""
+        return self._engine
 
     async def acquire(self, session_id: str, holder: str, ttl_s: float) -> str | None:
         """Take the lease if free, expired, already ours, or left by an ended process of this
@@ -195,11 +201,11 @@ class SqlSessionLeases:
         values = {"session_id": session_id, "holder": holder}
         action = f"releasing the lease of session {session_id!r}"
         if self._sqlite is not None:
-            run = compiled_statement(_RELEASE, self._engine.dialect).run_on
+            run = compiled_statement(RELEASE, self._engine.dialect).run_on
             await self._sqlite.write(action, partial(run, values=values))
             return
         async with transaction(self._engine, action, write=True) as conn:
-            await conn.execute(_RELEASE, values)
+            await conn.execute(RELEASE, values)
 
     async def holder(self, session_id: str) -> str | None:
         """The live holder; an expired lease counts as free even before anyone takes it, and

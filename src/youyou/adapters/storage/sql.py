@@ -2,7 +2,8 @@
 
 Each append is one transaction: upsert the session row (summary + head pointers), guarded so
 the seq must move forward, then insert the event. The primary key (session_id, seq) is the
-database-level uniqueness guarantee behind that guard.
+database-level uniqueness guarantee behind that guard. ``append_event_releasing`` also deletes
+the writer's session lease (``lease.py``) in that transaction (``LeaseReleasingStorage``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from youyou.adapters.storage.engine import (
     transaction,
 )
 from youyou.adapters.storage.errors import session_not_found, storage_error
-from youyou.adapters.storage.lease import SqlSessionLeases
+from youyou.adapters.storage.lease import RELEASE, SqlSessionLeases
 from youyou.adapters.storage.sqlite_driver import DriverStatement, compiled_statement
 from youyou.adapters.storage.tables import ledger_events, sessions, upsert_statement
 from youyou.domain.ledger import LedgerEvent
@@ -55,6 +56,7 @@ from youyou.domain.session import (
     SessionSearchQuery,
     SessionSummary,
 )
+from youyou.ports.session_lease import SessionLeases
 
 SLOT_COLUMNS = {
     HeadSlot.PROFILE: sessions.c.profile_seq,
@@ -141,20 +143,47 @@ class SqlSessionStorage:
     async def append_event(
         self, session_id: str, event: LedgerEvent, summary: SessionSummary
     ) -> None:
+        await self._append_event(session_id, event, summary, None)
+
+    def keeps_leases(self, leases: SessionLeases) -> bool:
+        """Leases on this storage's engine (``leases()``, or built on ``engine``)."""
+        return isinstance(leases, SqlSessionLeases) and leases.engine is self._engine
+
+    async def append_event_releasing(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary, *, holder: str
+    ) -> None:
+        """The append and ``holder``'s lease of the session deleted in one transaction: on
+        SQLite in the append's one driver trip, on PostgreSQL one statement more in it."""
+        await self._append_event(session_id, event, summary, holder)
+
+    async def _append_event(
+        self,
+        session_id: str,
+        event: LedgerEvent,
+        summary: SessionSummary,
+        releasing: str | None,
+    ) -> None:
+        """``releasing``: the holder whose lease of the session goes with the append."""
         action = append_action(session_id, event.seq, summary)
         slot = head_slot(event)
         values = {"id": session_id, **session_row(summary, event.seq)}
         if slot is not None:
             values[SLOT_COLUMNS[slot].name] = event.seq
         row = event_row(session_id, event)
+        lease = None if releasing is None else {"session_id": session_id, "holder": releasing}
         if self._postgresql:
             async with self._transaction(action, write=True) as conn:
                 result = await conn.execute(_upsert_session(True, slot), values)
                 moved = result.rowcount == 1
                 await conn.execute(ledger_events.insert(), row)
+                if lease is not None:
+                    await conn.execute(RELEASE, lease)
         else:
-            upsert, insert = _sqlite_append(self._engine.dialect, slot)
-            moved = await self._sqlite.write(action, partial(_append, upsert, values, insert, row))
+            dialect = self._engine.dialect
+            upsert, insert = _sqlite_append(dialect, slot)
+            release = None if lease is None else (compiled_statement(RELEASE, dialect), lease)
+            append = partial(_append, upsert, values, insert, row, release)
+            moved = await self._sqlite.write(action, append)
         if not moved:
             raise seq_conflict(action)
 
@@ -358,13 +387,18 @@ def _append(
     values: dict[str, Any],
     insert: DriverStatement,
     row: dict[str, Any],
+    release: tuple[DriverStatement, dict[str, Any]] | None,
     connection: sqlite3.Connection,
 ) -> bool:
-    """On the driver's thread: move the session row, then add the event; False (nothing
-    written) when the guard refused the move because another writer got there first."""
+    """On the driver's thread: move the session row, add the event, then delete the lease
+    ``release`` names; False (nothing written) when the guard refused the move because
+    another writer got there first."""
     if len(upsert.run_on(connection, values)) != 1:
         return False
     insert.run_on(connection, row)
+    if release is not None:
+        delete_lease, lease = release
+        delete_lease.run_on(connection, lease)
     return True
 
 
