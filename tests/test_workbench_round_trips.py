@@ -125,11 +125,12 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
     """Before the first byte, three transactions: the token, the session's row and the owner's
     configuration (prompts, skills, selection and groups: read fresh, so a change made through
     another process counts from the next send) in one; the lease with the ledger's last seq
-    (has another process appended?) in one statement; the user's message. After it: the
-    answer, the lease given back, and the turn's usage, the session's projection and the
-    message index of the turn's messages as the session has them in memory (the ledger is not
-    read again) in one. On SQLite each of these transactions goes to the driver in one trip,
-    as the ledger's appends do, so their statements are not seen one by one there."""
+    (has another process appended?) in one statement; the user's message. After it, two: the
+    answer with the lease given back in the same transaction (the turn's last write), and the
+    turn's usage, the session's projection and the message index of the turn's messages as the
+    session has them in memory (the ledger is not read again) in one. On SQLite each of these
+    transactions goes to the driver in one trip, as the ledger's appends do, so their
+    statements are not seen one by one there."""
     wb = start_workbench()
     api = wb.user("rita")
     session_id = api.new_session()["id"]
@@ -140,9 +141,9 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
     with counting(monkeypatch) as statements:
         before, after = measured_send(api, session_id, statements)
     report = "\n".join(["before:", *before, "after:", *after])
-    assert transactions(before) + transactions(after) == 6, report
+    assert transactions(before) + transactions(after) == 5, report
     assert transactions(before) <= 3, report
-    assert transactions(after) <= 3, report
+    assert transactions(after) <= 2, report
     assert not any("ledger_events.event_json" in t for t in after), report
     assert not any(t.startswith("SELECT sessions") for t in before), report  # no head read
     if workbench_db.startswith("sqlite"):
@@ -153,6 +154,8 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
             "[driver] _in_transaction: BEGIN IMMEDIATE",
         )
         assert before == [reads, writes, writes], report
+        # the answer with the lease given back; the turn's end as the workbench records it
+        assert after == [writes, writes], report
     else:
         configuration = [t for t in before if "wb_prompts" in t or "wb_groups" in t]
         assert len(configuration) == 2, report
@@ -164,4 +167,8 @@ def test_a_send_reads_its_configuration_in_one_transaction_and_its_lease_in_one_
         assert "(begin)" not in before[token:reading], report
         leases = [t for t in before if "session_leases" in t]
         assert len(leases) == 1 and leases[0].startswith("INSERT"), report
+        # the lease is deleted in the answer's transaction, right after its event
+        answer = next(i for i, t in enumerate(after) if t.startswith("INSERT INTO ledger_events"))
+        assert after[answer + 1].startswith("DELETE FROM session_leases"), report
+        assert sum(1 for t in after if "session_leases" in t) == 1, report
     assert statements_of(before) + statements_of(after) <= 18, report

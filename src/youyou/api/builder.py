@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from youyou.api.agent import Agent
@@ -60,6 +61,22 @@ def _default_token_counter(model_id: str) -> TokenCounter:
     return counter_for_model(model_id)
 
 
+@dataclass(frozen=True)
+class _Leases:
+    """Session leases as registered; the writer built at ``build`` knows the session storage,
+    so that an operation's last write gives the lease back when that storage keeps it."""
+
+    leases: SessionLeases
+    holder: str
+    ttl_s: float
+    renew_every_s: float
+
+    def writers(self, ledger: SessionStorage | None) -> WriterLeases:
+        return WriterLeases(
+            self.leases, self.holder, self.ttl_s, renew_every_s=self.renew_every_s, ledger=ledger
+        )
+
+
 class AgentBuilder:
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
@@ -69,7 +86,7 @@ class AgentBuilder:
         self._plugins: list[tuple[Plugin, Any]] = []
         self._session_storages: list[SessionStorage] = []
         self._memory_storages: list[MemoryStorage] = []
-        self._writers: list[WriterLeases] = []
+        self._leases: list[_Leases] = []
         self._token_counter: TokenCounterFactory = _default_token_counter
         self._tracer: Tracer = NOOP_TRACER
 
@@ -119,7 +136,7 @@ class AgentBuilder:
             raise _build_error(
                 ErrorCode.INVALID_CONFIG, "leases must be renewed within their time to live"
             )
-        self._writers.append(WriterLeases(leases, holder, ttl_s, renew_every_s=every))
+        self._leases.append(_Leases(leases, holder, ttl_s, every))
         return self
 
     def register_tracer(self, tracer: Tracer) -> AgentBuilder:
@@ -144,10 +161,11 @@ class AgentBuilder:
             raise _build_error(
                 ErrorCode.STORAGE_DUPLICATE, "at most one session storage and one memory storage"
             )
-        if len(self._writers) > 1:
+        if len(self._leases) > 1:
             raise _build_error(ErrorCode.STORAGE_DUPLICATE, "session leases are registered twice")
-        if self._writers and not self._session_storages:
+        if self._leases and not self._session_storages:
             raise _build_error(ErrorCode.INVALID_CONFIG, "session leases need a session storage")
+        session_storage = self._session_storages[0] if self._session_storages else None
         models = ModelRegistry(self._providers)
         validate_agent_config(self._config, models.has)
         tools = {t.descriptor.name: t for t in self._tools}
@@ -178,7 +196,7 @@ class AgentBuilder:
             tools=tools,
             skills={s.name: s for s in self._skills},
             plugins=plugins,
-            session_storage=self._session_storages[0] if self._session_storages else None,
+            session_storage=session_storage,
             memory=MemoryManager(memory_storage, complete),
             control=AgentControl[SessionRuntime](config.max_active_sessions),
             prompt_builder=PromptBuilder(
@@ -190,7 +208,7 @@ class AgentBuilder:
                 phrases=PHRASES[config.language],
             ),
             estimator_for=estimator_for,
-            writers=self._writers[0] if self._writers else None,
+            writers=self._leases[0].writers(session_storage) if self._leases else None,
             tracer=tracer,
         )
         return Agent(kernel)

@@ -153,7 +153,12 @@ class SessionService:
             if reload and await self._moved_on(runtime, last_seq):
                 await self._reload(runtime)
 
-        await writers.take(runtime.session_id, stop=stop, on_taken=reload_if_moved_on)
+        await writers.take(
+            runtime.session_id,
+            stop=stop,
+            on_taken=reload_if_moved_on,
+            seen=lambda: runtime.last_seq,
+        )
 
     async def _moved_on(self, runtime: SessionRuntime, last_seq: int | None) -> bool:
         """Whether another process appended to the session since this copy loaded it;
@@ -181,16 +186,22 @@ class SessionService:
 
     # -- ledger writes -------------------------------------------------------------------
 
-    async def record(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
+    async def record(
+        self, runtime: SessionRuntime, payload: SessionEventPayload, *, last: bool = False
+    ) -> LedgerEvent:
         """Persist first, then update memory ("ledger first"); on failure nothing changes.
 
         A memory checkpoint that background extraction left pending is written first: the
         ledger is only written by the operation (turn, compaction, close) that holds the
         session, never by a background task after that operation has ended.
+
+        ``last``: the operation writes nothing after this event (a turn's answer), so its
+        lease may be given back in the same transaction (``WriterLeases.append_last``); a
+        write that still comes takes it back first.
         """
         async with runtime.write_lock:
             await self._write_pending_checkpoint(runtime)
-            return await self._append(runtime, payload)
+            return await self._append(runtime, payload, last=last)
 
     async def _write_pending_checkpoint(self, runtime: SessionRuntime) -> None:
         pending = runtime.pending_checkpoint
@@ -198,7 +209,9 @@ class SessionService:
             await self._append(runtime, metadata_event(META_MEMORY_CHECKPOINT, pending))
             runtime.pending_checkpoint = None
 
-    async def _append(self, runtime: SessionRuntime, payload: SessionEventPayload) -> LedgerEvent:
+    async def _append(
+        self, runtime: SessionRuntime, payload: SessionEventPayload, *, last: bool = False
+    ) -> LedgerEvent:
         """One event, under the write lock ``record`` holds."""
         event = built(
             LedgerEvent,
@@ -210,12 +223,19 @@ class SessionService:
             },
         )
         summary = next_summary(runtime.summary, runtime.session_id, event)
-        if self._kernel.writers is not None:
-            self._kernel.writers.check_writable(runtime.session_id)
+        writers = self._kernel.writers
+        if writers is not None:
+            await writers.check_writable(runtime.session_id, runtime.last_seq)
         storage = self._kernel.session_storage
         if storage is not None:
             try:
-                await storage.append_event(runtime.session_id, event, summary)
+                released = (
+                    last
+                    and writers is not None
+                    and await writers.append_last(runtime.session_id, event, summary)
+                )
+                if not released:
+                    await storage.append_event(runtime.session_id, event, summary)
             except AgentError:
                 raise
             except Exception as exc:

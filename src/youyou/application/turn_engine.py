@@ -368,7 +368,9 @@ class TurnEngine:
                 raise _provider_error(error)
             if not response.tool_calls:
                 turn.final_output = _text_blocks(response.full_text)
-                await self._sessions.record(runtime, AssistantMessage(content=turn.final_output))
+                # the turn's last write: it gives the session's lease back with it
+                answer = AssistantMessage(content=turn.final_output)
+                await self._sessions.record(runtime, answer, last=True)
                 return False
             if response.finish_reason is not FinishReason.TOOL_CALLS:
                 raise _error(
@@ -430,11 +432,13 @@ class TurnEngine:
         return record is not None
 
     async def _save_partial(self, turn: _Turn, response: ModelResponse) -> None:
+        """The answer shown so far, as the turn's last write (it ends cancelled or failed)."""
         if response.full_text:
             turn.final_output = _text_blocks(response.full_text)
             await self._sessions.record(
                 turn.runtime,
                 AssistantMessage(content=turn.final_output, status=MessageStatus.INCOMPLETE),
+                last=True,
             )
 
     async def _finish(self, turn: _Turn, prompt: RenderedPrompt, *, cancelled: bool) -> TurnOutcome:
