@@ -5,27 +5,34 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 
 from kernel_kit import RecordingTool, build_agent, text
+from plugin_kit import ScriptedPlugin
+from storage_contract import T0, append_all, profile, user
 from waiting import eventually
 from youyou import Agent, AgentBuilder, AgentConfig, ScriptedProvider, ScriptedResponse
 from youyou.adapters.memory.in_memory import InMemoryMemoryStorage
 from youyou.adapters.providers.scripted import ResponseSource
-from youyou.adapters.storage import SqlSessionLeases
+from youyou.adapters.storage import LeaseState, SqlSessionLeases
 from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.application.writer_lease import WriterLeases
 from youyou.domain.errors import AgentError, ErrorCode
+from youyou.domain.hooks import Continue, HookKind
 from youyou.domain.ledger import (
     META_MEMORY_CHECKPOINT,
     AssistantMessage,
+    LedgerEvent,
     Metadata,
     ToolResult,
     UserMessage,
 )
+from youyou.domain.session import SessionSummary, next_summary
 from youyou.domain.turn import OutcomeStatus
 
 TTL_S = 0.3  # a renewal every 0.1 s
@@ -57,12 +64,15 @@ async def process(
     tools: Sequence[RecordingTool] = (),
     ttl_s: float = TTL_S,
     renew_every_s: float | None = None,
+    plugins: Sequence[ScriptedPlugin] = (),
 ) -> AsyncIterator[Process]:
     """An agent on its own storage; ``holder`` None: without session leases."""
     storage = await SqlSessionStorage.open(db_url)
 
     def configure(builder: AgentBuilder) -> AgentBuilder:
         builder.register_session_storage(storage)
+        for plugin in plugins:
+            builder.register_plugin(plugin)
         if memories is not None:
             builder.register_memory_storage(memories)
         if holder is not None:
@@ -346,6 +356,152 @@ async def test_without_session_leases_the_kernel_takes_none(db_url: str) -> None
         assert await a.leases().holder(session.session_id) is None
         assert (await turn.join()).status is OutcomeStatus.COMPLETED
         assert session.reloads == 0
+
+
+async def test_another_process_takes_the_session_as_soon_as_the_answer_is_stored(
+    db_url: str,
+) -> None:
+    """The turn's answer is its last write and gives the lease back with it: while the turn
+    still ends here (a TurnEnd hook runs), another process takes the session, and the end of
+    the turn here leaves that process's lease alone."""
+    ending, ended = asyncio.Event(), asyncio.Event()
+
+    async def slow_end(payload: object) -> Continue:
+        ending.set()
+        await ended.wait()
+        return Continue()
+
+    plugin = ScriptedPlugin("slow end", {HookKind.TURN_END: slow_end})
+    async with (
+        process(db_url, "process A", [text("first answer")], plugins=[plugin]) as a,
+        process(db_url, "process B", [slow(40)]) as b,
+    ):
+        mine = await a.agent.new_session()
+        session_id = mine.session_id
+        turn = await mine.send_message("first")
+        try:
+            await asyncio.wait_for(ending.wait(), 30)
+            assert await b.leases().holder(session_id) is None
+            theirs = await b.agent.resume_session(session_id)
+            running = await theirs.send_message("second")  # takes the lease at once
+            assert await b.leases().holder(session_id) == "process B"
+        finally:
+            ended.set()
+        assert (await turn.join()).status is OutcomeStatus.COMPLETED
+        assert await a.leases().holder(session_id) == "process B"
+        assert (await running.join()).status is OutcomeStatus.COMPLETED
+        assert await a.user_texts(session_id) == ["first", "second"]
+        assert await a.leases().holder(session_id) is None
+
+
+class SlowToAnswer(SqlSessionStorage):
+    """Answers a releasing append ``delay_s`` after storing it: the lease is gone from the
+    database while its writer has not heard so yet."""
+
+    delay_s = 0.3
+
+    async def append_event_releasing(
+        self, session_id: str, event: LedgerEvent, summary: SessionSummary, *, holder: str
+    ) -> None:
+        await super().append_event_releasing(session_id, event, summary, holder=holder)
+        await asyncio.sleep(self.delay_s)
+
+
+class CountedRenewals(SqlSessionLeases):
+    renewals = 0
+
+    async def renew_all(self, holder: str, ttl_s: float) -> dict[str, LeaseState]:
+        self.renewals += 1
+        return await super().renew_all(holder, ttl_s)
+
+
+async def _taken(writers: WriterLeases, seen: int, stop: Callable[[], None] = lambda: None) -> None:
+    """One more writer of session s-1 here, whose copy's last seq is ``seen``."""
+
+    async def nothing(last_seq: int | None) -> None:
+        pass
+
+    await writers.take("s-1", stop=stop, on_taken=nothing, seen=lambda: seen)
+
+
+def _answer(seq: int) -> LedgerEvent:
+    return LedgerEvent(seq=seq, timestamp=T0 + timedelta(seconds=seq), payload=user("done"))
+
+
+async def test_renewals_while_the_last_write_gives_the_lease_back_neither_stop_nor_lose_it(
+    db_url: str,
+) -> None:
+    storage = await SlowToAnswer.open(db_url)
+    try:
+        leases = CountedRenewals(storage.engine, beside_ledger=True)
+        writers = WriterLeases(leases, "process A", 30.0, renew_every_s=0.05, ledger=storage)
+        _, summary = await append_all(storage, "s-1", [profile()])
+        stopped: list[str] = []
+        await _taken(writers, 1, lambda: stopped.append("s-1"))
+        renewals = leases.renewals
+        answer = _answer(2)
+        assert await writers.append_last("s-1", answer, next_summary(summary, "s-1", answer))
+        assert leases.renewals > renewals  # some ran while the lease was being given back
+        assert await leases.holder("s-1") is None
+        await asyncio.sleep(0.2)  # and some after: a lease given back is not theirs to judge
+        assert stopped == []
+        await writers.check_writable("s-1", 2)  # not lost: a later write takes it back
+        assert await leases.holder("s-1") == "process A"
+        await writers.give_back("s-1")
+        assert await leases.holder("s-1") is None
+    finally:
+        await storage.close()
+
+
+async def test_a_write_after_the_last_one_takes_the_lease_back_unless_another_moved_in(
+    db_url: str,
+) -> None:
+    storage, other = await SqlSessionStorage.open(db_url), await SqlSessionStorage.open(db_url)
+    try:
+        # without the session storage (or with one keeping no leases), nothing is done
+        writers = WriterLeases(storage.leases(), "process A", 30.0, renew_every_s=10.0)
+        first = _answer(1)
+        assert not await writers.append_last("s-1", first, next_summary(None, "s-1", first))
+        writers = WriterLeases(
+            storage.leases(), "process A", 30.0, renew_every_s=10.0, ledger=storage
+        )
+        _, summary = await append_all(storage, "s-1", [profile()])
+        await _taken(writers, 1)
+        await _taken(writers, 1)  # two writers here: the first one's last write keeps it
+        answer = _answer(2)
+        summary = next_summary(summary, "s-1", answer)
+        assert not await writers.append_last("s-1", answer, summary)
+        await storage.append_event("s-1", answer, summary)
+        await writers.give_back("s-1")
+        assert await other.leases().holder("s-1") == "process A"
+        answer = _answer(3)
+        summary = next_summary(summary, "s-1", answer)
+        assert await writers.append_last("s-1", answer, summary)
+        # another process takes the session: a write here is refused and takes nothing
+        assert await other.leases().acquire("s-1", "process B", 30) is None
+        with pytest.raises(AgentError) as busy:
+            await writers.check_writable("s-1", 3)
+        assert busy.value.code is ErrorCode.SESSION_BUSY and "(process B)" in busy.value.message
+        # it appends and gives the session back: this copy is behind, so still refused
+        await append_all(other, "s-1", [user("from B")], first_seq=4, previous=summary)
+        await other.leases().release("s-1", "process B")
+        writes: list[Callable[[], Awaitable[None]]] = [
+            lambda: writers.check_writable("s-1", 3),
+            lambda: _taken(writers, 3),  # a second operation here, while the first ends
+        ]
+        for write in writes:
+            with pytest.raises(AgentError) as moved:
+                await write()
+            assert moved.value.code is ErrorCode.SESSION_BUSY
+            assert "written by another process" in moved.value.message
+            assert await other.leases().holder("s-1") is None
+        await writers.check_writable("s-1", 4)  # up to date: takes the lease back
+        assert await other.leases().holder("s-1") == "process A"
+        await writers.give_back("s-1")
+        assert await other.leases().holder("s-1") is None
+    finally:
+        await storage.close()
+        await other.close()
 
 
 async def _until_stored(proc: Process, session_id: str, text_: str) -> None:
