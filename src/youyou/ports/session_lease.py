@@ -3,6 +3,8 @@
 A session's ledger has one writer; with several server processes on one database the writer is
 whoever holds the session's lease. The holder renews it well within its time to live; a lease
 that is not renewed expires, so a crashed process never blocks a session for longer than that.
+A session storage that keeps the leases in its own database may also give one back in the
+transaction of an append (``session_storage.LeaseReleasingStorage``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Turns: sending a message, streaming the turn, cancelling it, following it from another
 process.
 
-A turn holds its session's lease (the kernel's) until it ends; its last frame is published
-only then, so a client that sends its next message the moment it reads the end of a turn is
-not refused. A cancel reaches a turn on another process through the lease's cancel flag; a
-client of another process follows a turn here through the frames copied for it (``relay.py``),
-asked for within ``LEASE_POLL_S``.
+A turn holds its session's lease (the kernel's) until its answer is stored, which gives it
+back in the same transaction; its last frame is published only once the turn has ended, so a
+client that sends its next message the moment it reads the end of a turn is not refused. A
+cancel reaches a turn on another process through the lease's cancel flag; a client of another
+process follows a turn here through the frames copied for it (``relay.py``), asked for within
+``LEASE_POLL_S``.
 """
 
 from __future__ import annotations
