@@ -229,12 +229,12 @@ class SessionService:
         storage = self._kernel.session_storage
         if storage is not None:
             try:
-                released = (
+                stored = (  # with the lease given back in the same transaction
                     last
                     and writers is not None
                     and await writers.append_last(runtime.session_id, event, summary)
                 )
-                if not released:
+                if not stored:
                     await storage.append_event(runtime.session_id, event, summary)
             except AgentError:
                 raise

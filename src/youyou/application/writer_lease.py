@@ -101,9 +101,9 @@ class WriterLeases:
         another process holds it) and runs ``on_taken`` before anyone writes, with the
         session's last ledger seq when the leases read it as they took this one
         (``LedgerLeases``), else None; ``stop`` cancels what runs in the session when the
-        lease is lost or another process asks to cancel. One that comes after the last write
-        of an operation still ending here gave the lease back takes it back as a write after
-        it does (``check_writable``; ``seen``: the last seq of this process's copy)."""
+        lease is lost or another process asks to cancel. A writer that comes while an
+        operation still ending here has given the lease back with its last write takes it
+        back as ``check_writable`` does (``seen``: the last seq of this process's copy)."""
         async with self._lock(session_id):
             held = self._held.get(session_id)
             if held is not None:
