@@ -63,6 +63,12 @@ async def run_turn(store: WorkbenchStore, chat_id: str, frames: list[Frame], lea
     copying = asyncio.create_task(copy_frames(store, stream))
     for frame in frames[:-1]:
         stream.publish(frame)
+    # the lease is held while the turn runs, well past the copy of its first frames
+    started = NewestTurn(int(frames[0].data["userMessageSeq"]), ended=False)
+    for _ in range(200):
+        if await store.newest_turn(chat_id) == started:
+            break
+        await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)
     lease.held = False
     stream.publish(frames[-1])

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
+from typing import TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -20,6 +22,8 @@ from youyou.workbench.passwords import check_new_password
 from youyou.workbench.store import InviteUnusable, UsernameTaken, UserRecord, WorkbenchStore
 from youyou.workbench.store.sending import SendReads
 from youyou.workbench.throttle import HashGate, LoginLimiter, SlidingWindow
+
+_Read = TypeVar("_Read")
 
 
 class Passwords:
@@ -201,27 +205,28 @@ class Authenticator:
         await self._store.revoke_user_tokens(user.id, keep=token_digest(token))
 
     async def user_for(self, authorization: str | None) -> UserRecord:
-        token = bearer_token(authorization)
-        user = (
-            await self._store.user_for_token(token_digest(token), datetime.now(UTC))
-            if token
-            else None
+        return await self._authenticated(
+            authorization, lambda digest, at: self._store.user_for_token(digest, at)
         )
-        if user is None:
-            raise ApiError(ApiCode.AUTH_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
-        return user
 
     async def sender_for(self, authorization: str | None, chat_id: str) -> SendReads:
         """``user_for`` and what a send to ``chat_id`` reads, in one transaction."""
-        token = bearer_token(authorization)
-        reads = (
-            await self._store.send_reads(token_digest(token), datetime.now(UTC), chat_id)
-            if token
-            else None
+        return await self._authenticated(
+            authorization, lambda digest, at: self._store.send_reads(digest, at, chat_id)
         )
-        if reads is None:
+
+    async def _authenticated(
+        self,
+        authorization: str | None,
+        read: Callable[[str, datetime], Awaitable[_Read | None]],
+    ) -> _Read:
+        """What ``read`` finds for the bearer token's digest; AUTH_UNAUTHENTICATED when the
+        header has no token or the token is unknown, revoked or expired (``read``: None)."""
+        token = bearer_token(authorization)
+        found = await read(token_digest(token), datetime.now(UTC)) if token else None
+        if found is None:
             raise ApiError(ApiCode.AUTH_UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
-        return reads
+        return found
 
     async def logout(self, authorization: str | None) -> None:
         await self.user_for(authorization)
