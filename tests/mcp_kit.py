@@ -68,9 +68,10 @@ def _contents(path: Path) -> str | None:
 
 
 async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
-    """The file's text once it exists; fails after ``within_s`` seconds."""
+    """The file's text once it is written (not merely created: a marker's text comes in the
+    write after the file appears); fails after ``within_s`` seconds."""
     deadline = asyncio.get_running_loop().time() + within_s
-    while (text := _contents(path)) is None:
+    while not (text := _contents(path)):
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{path.name} did not appear within {within_s:g} s")
         await asyncio.sleep(0.01)
