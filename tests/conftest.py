@@ -6,9 +6,11 @@ are skipped on a developer machine but fail loudly in CI (``CI=true``).
 
 from __future__ import annotations
 
+import asyncio
 import compileall
 import os
 import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ import youyou
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
+from youyou.adapters.memory import open_memory_storage
+from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.ports.tracer import Tracer
 from youyou.workbench.store import WorkbenchStore
 
@@ -80,17 +84,18 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'youyou.db'}"
 
 
-async def new_pg_database() -> str:
-    """A fresh PostgreSQL database (``drop_pg_database`` removes it); skipped without a server
-    on a developer machine, a failure in CI."""
+async def new_pg_database(template: str | None = None) -> str:
+    """A fresh PostgreSQL database (``drop_pg_database`` removes it), empty or a copy of
+    ``template``; skipped without a server on a developer machine, a failure in CI."""
     if not await _pg_available():
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is required in CI but unreachable at {PG_ADMIN_DSN}")
         pytest.skip("PostgreSQL not reachable (set YOUYOU_TEST_PG_DSN)")
     name = f"youyou_t_{uuid.uuid4().hex[:12]}"
+    copied = f' TEMPLATE "{template}"' if template else ""
     admin = await asyncpg.connect(PG_ADMIN_DSN)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(f'CREATE DATABASE "{name}"{copied}')
     finally:
         await admin.close()
     base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
@@ -136,12 +141,56 @@ def fake_model() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
+async def migrate_for_workbench(url: str) -> None:
+    """The schema a workbench keeps: the ledger's, the long-term memory's and its own."""
+    await (await SqlSessionStorage.open(url)).close()
+    await (await open_memory_storage(url)).close()
+    await (await WorkbenchStore.open(url)).close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per test process, copied for each workbench under test:
+    a copy takes a millisecond, migrating a new file hundreds."""
+    path = tmp_path_factory.mktemp("template") / "youyou.db"
+    asyncio.run(migrate_for_workbench(f"sqlite+aiosqlite:///{path}"))
+    assert not path.with_name("youyou.db-wal").exists()  # all of it is in the file
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A PostgreSQL database migrated once per test process, the template of each workbench's
+    database (``CREATE DATABASE … TEMPLATE``)."""
+    url = asyncio.run(new_pg_database())
+    asyncio.run(migrate_for_workbench(url))
+    yield url.rsplit("/", 1)[1]
+    asyncio.run(drop_pg_database(url))
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def workbench_db(request: pytest.FixtureRequest) -> str:
-    """The database of a workbench under test: the API suite runs on both."""
-    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    """The database of a workbench under test, its schema in place as ``youyou serve`` leaves
+    it (starting a server migrates the rest): the API suite runs on both."""
+    fixture = "migrated_sqlite_url" if request.param == "sqlite" else "migrated_pg_url"
     url: str = request.getfixturevalue(fixture)
     return url
+
+
+@pytest.fixture
+def migrated_sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """``sqlite_url``'s file, migrated for a workbench."""
+    path = tmp_path / "youyou.db"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture
+async def migrated_pg_url(pg_template: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL database migrated for a workbench, dropped afterwards."""
+    url = await new_pg_database(pg_template)
+    yield url
+    await drop_pg_database(url)
 
 
 @pytest.fixture

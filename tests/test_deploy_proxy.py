@@ -64,7 +64,7 @@ def _read_stream(api: Api, session_id: str, text: str) -> list[tuple[float, Fram
 
 
 def test_two_servers_behind_nginx_stream_unbuffered_and_cover_for_each_other(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, migrated_pg_url: str
 ) -> None:
     # Never skipped: CI installs nginx (.ci/run), so a machine without it fails here.
     assert shutil.which("nginx"), "nginx is needed: apt-get install nginx-light"
@@ -77,7 +77,7 @@ def test_two_servers_behind_nginx_stream_unbuffered_and_cover_for_each_other(
             .reply()
         )
         config = write_config(
-            tmp_path, pg_url, model.base_url, extra='[server]\nregistration = "open"'
+            tmp_path, migrated_pg_url, model.base_url, extra='[server]\nregistration = "open"'
         )
         servers = (
             Server(tmp_path, config, free_port()),

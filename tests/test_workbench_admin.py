@@ -209,14 +209,14 @@ def test_closed_registration_refuses_even_an_invite(start_workbench: StartWorkbe
 
 @pytest.fixture
 def two_servers(
-    tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer
+    tmp_path: Path, migrated_pg_url: str, fake_model: FakeOpenAIServer
 ) -> Iterator[list[Server]]:
     """Two ``youyou serve`` processes on one PostgreSQL database."""
     servers = []
     for name in ("a", "b"):
         root = tmp_path / name
         root.mkdir()
-        config = write_config(root, pg_url, fake_model.base_url)
+        config = write_config(root, migrated_pg_url, fake_model.base_url)
         servers.append(Server(root, config, free_port()))
     start_together(*servers)
     yield servers
@@ -225,7 +225,7 @@ def two_servers(
 
 
 def test_disabling_stops_tokens_at_once_in_every_process(
-    two_servers: list[Server], pg_url: str
+    two_servers: list[Server], migrated_pg_url: str
 ) -> None:
     """The administrator acts through one process; the user's token is refused by the other
     on its very next request, with no restart or cache to expire."""
@@ -237,7 +237,7 @@ def test_disabling_stops_tokens_at_once_in_every_process(
     session = tina_there.new_session()
 
     async def promote() -> None:  # what `youyou users promote root` does
-        store = await WorkbenchStore.open(pg_url)
+        store = await WorkbenchStore.open(migrated_pg_url)
         try:
             user = await store.user_by_name("root")
             assert user is not None

@@ -229,10 +229,10 @@ def posted(api: Api, session_id: str, call_id: str, result: dict[str, Any]) -> N
 
 
 def test_a_decision_sent_to_the_other_process_reaches_the_turn_within_half_a_second(
-    tmp_path: Path, pg_url: str, asking: FakeOpenAIServer, servers: list[Server]
+    tmp_path: Path, migrated_pg_url: str, asking: FakeOpenAIServer, servers: list[Server]
 ) -> None:
-    a = new_server(tmp_path / "a", pg_url, asking, servers)
-    b = new_server(tmp_path / "b", pg_url, asking, servers)
+    a = new_server(tmp_path / "a", migrated_pg_url, asking, servers)
+    b = new_server(tmp_path / "b", migrated_pg_url, asking, servers)
     start_together(a, b)
     on_a = Api.signed_up(a.url, "alice")
     on_b = Api(b.url, on_a.token)

@@ -22,9 +22,9 @@ SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """The UI runs on SQLite; the API tests cover PostgreSQL."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 @pytest.fixture(scope="module")

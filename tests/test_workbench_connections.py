@@ -19,9 +19,9 @@ StartWorkbench = Callable[..., Workbench]
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """Connections do not depend on the database: SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def connect(wb: Workbench) -> socket.socket:

@@ -76,7 +76,9 @@ def history(api: Api, session_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def start_pair(tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer) -> Iterator[StartPair]:
+def start_pair(
+    tmp_path: Path, migrated_pg_url: str, fake_model: FakeOpenAIServer
+) -> Iterator[StartPair]:
     """``start_pair(extra=…, memory=…)`` → two servers on two ports, one database and model."""
     started: list[Server] = []
 
@@ -85,7 +87,9 @@ def start_pair(tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer) -> Ite
         for name in ("a", "b"):
             root = tmp_path / name
             root.mkdir()
-            config = write_config(root, pg_url, fake_model.base_url, extra=extra, memory=memory)
+            config = write_config(
+                root, migrated_pg_url, fake_model.base_url, extra=extra, memory=memory
+            )
             pair.append(Server(root, config, free_port()))
         started.extend(pair)
         start_together(*pair)
@@ -131,9 +135,9 @@ def test_a_send_while_the_turn_runs_on_the_other_server_is_409(
     assert users == ["first", "second"]
 
 
-def copied_frames(pg_url: str) -> int:
+def copied_frames(migrated_pg_url: str) -> int:
     async def count() -> int:
-        engine = create_engine(pg_url)
+        engine = create_engine(migrated_pg_url)
         try:
             async with engine.connect() as conn:
                 rows = await conn.execute(text("SELECT count(*) FROM wb_turn_frames"))
@@ -145,7 +149,7 @@ def copied_frames(pg_url: str) -> int:
 
 
 def test_a_client_re_attaching_through_the_other_server_follows_the_turn(
-    start_pair: StartPair, fake_model: FakeOpenAIServer, pg_url: str
+    start_pair: StartPair, fake_model: FakeOpenAIServer, migrated_pg_url: str
 ) -> None:
     """The frames come from copies the running server makes once a client follows the turn
     elsewhere: all of them, or those after ``Last-Event-ID``, the same frames the sender
@@ -154,7 +158,7 @@ def test_a_client_re_attaching_through_the_other_server_follows_the_turn(
     on_a, on_b = same_user(a, b, "frank")
     sid = on_a.new_session()["id"]
     assert on_b.send(sid, "nobody follows this one elsewhere")[-1].event == "turn_complete"
-    assert copied_frames(pg_url) == 0
+    assert copied_frames(migrated_pg_url) == 0
     first_opened, second_opened = threading.Event(), threading.Event()
     fake_model.enqueue(gated_reply(first_opened), gated_reply(second_opened))
     try:
@@ -289,7 +293,7 @@ def extraction_requests(fake_model: FakeOpenAIServer) -> list[RecordedRequest]:
 
 
 def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_free(
-    start_pair: StartPair, fake_model: FakeOpenAIServer, pg_url: str
+    start_pair: StartPair, fake_model: FakeOpenAIServer, migrated_pg_url: str
 ) -> None:
     """Both servers hold an idle copy; while a third holder has the lease (as when the other
     server drops its outdated copy), the up-to-date copy waits instead of being dropped, so
@@ -300,21 +304,21 @@ def test_an_idle_session_whose_lease_is_busy_stays_open_and_extracts_once_it_is_
     sid = on_a.new_session()["id"]
     on_a.send(sid, "first, on a")
     on_b.send(sid, "second, on b")  # a's copy is outdated, b's is the one to extract from
-    ledger_id = asyncio.run(ledger_id_of(pg_url, sid))
+    ledger_id = asyncio.run(ledger_id_of(migrated_pg_url, sid))
     other = "youyou serve, pid 1 on another-host (test)"  # a live holder elsewhere
-    assert asyncio.run(_lease(pg_url, ledger_id, other, acquire=True)) is None
+    assert asyncio.run(_lease(migrated_pg_url, ledger_id, other, acquire=True)) is None
     try:
         time.sleep(5.5)  # both copies are idle now, and the reapers have found the lease busy
         assert (open_sessions(on_a), open_sessions(on_b)) == (1, 1)
         assert extraction_requests(fake_model) == []
     finally:
-        asyncio.run(_lease(pg_url, ledger_id, other, acquire=False))
+        asyncio.run(_lease(migrated_pg_url, ledger_id, other, acquire=False))
     [extraction] = closed_with_extractions(on_a, on_b, fake_model)
     assert "second, on b" in json.dumps(extraction.json["messages"])
 
 
-async def _lease(pg_url: str, ledger_id: str, holder: str, *, acquire: bool) -> str | None:
-    engine = create_engine(pg_url)
+async def _lease(migrated_pg_url: str, ledger_id: str, holder: str, *, acquire: bool) -> str | None:
+    engine = create_engine(migrated_pg_url)
     try:
         leases = SqlSessionLeases(engine)
         if acquire:
@@ -355,6 +359,7 @@ def test_the_lease_of_a_killed_server_of_this_machine_is_taken_over_at_once(
 def test_two_workers_on_postgresql_serve_as_one(
     tmp_path: Path, pg_url: str, fake_model: FakeOpenAIServer
 ) -> None:
+    """On a new database: the server migrates it before its workers start."""
     config = write_config(tmp_path, pg_url, fake_model.base_url)
     server = Server(tmp_path, config, free_port())
     try:

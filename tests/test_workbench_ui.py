@@ -59,9 +59,9 @@ PNG = bytes.fromhex(
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """The UI suite runs on SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 @pytest.fixture(scope="module")

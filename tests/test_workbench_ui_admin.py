@@ -27,9 +27,9 @@ ADMINS = '[server]\nadmins = ["root"]\nopen_registration_with_access_lists = tru
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """The UI suite runs on SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def admin_server(start: StartWorkbench, registration: str = "open") -> tuple[Workbench, Api]:

@@ -230,9 +230,9 @@ def test_the_chinese_ui_sends_its_language_and_explains_in_chinese(
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """Tests with a workbench of their own run on SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def test_the_context_bar_and_the_limit_refusal_agree_with_the_numbers(

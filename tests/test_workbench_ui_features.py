@@ -31,9 +31,9 @@ def answers(page: Page):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """Tests with a workbench of their own run on SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def test_rename_export_and_delete_a_session(

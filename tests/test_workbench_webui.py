@@ -22,9 +22,9 @@ SECURITY_HEADERS = {
 
 
 @pytest.fixture
-def workbench_db(sqlite_url: str) -> str:
+def workbench_db(migrated_sqlite_url: str) -> str:
     """Headers and files do not depend on the database: SQLite only."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def assert_guarded(response: httpx.Response) -> None:
