@@ -85,10 +85,6 @@ class WriterLeases:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._renewal: asyncio.Task[None] | None = None
 
-    def holds(self, session_id: str) -> bool:
-        held = self._held.get(session_id)
-        return held is not None and not held.released
-
     async def take(
         self,
         session_id: str,
