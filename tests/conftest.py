@@ -24,7 +24,7 @@ from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
 from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
 from youyou.adapters.memory import open_memory_storage
-from youyou.adapters.storage.sql import SqlSessionStorage
+from youyou.adapters.storage.engine import upgrade_database
 from youyou.ports.tracer import Tracer
 from youyou.workbench.store import WorkbenchStore
 
@@ -143,7 +143,7 @@ def fake_model() -> Iterator[FakeOpenAIServer]:
 
 async def migrate_for_workbench(url: str) -> None:
     """The schema a workbench keeps: the ledger's, the long-term memory's and its own."""
-    await (await SqlSessionStorage.open(url)).close()
+    await upgrade_database(url)
     await (await open_memory_storage(url)).close()
     await (await WorkbenchStore.open(url)).close()
 
