@@ -22,7 +22,8 @@ import pytest
 import youyou
 from fakes.chat import close_tracked
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import InProcessServer, Server, Workbench, answer_ok, free_port, write_config
+from port_kit import free_port
+from server_kit import InProcessServer, Server, Workbench, answer_ok, write_config
 from youyou.adapters.memory import open_memory_storage
 from youyou.adapters.storage.engine import upgrade_database
 from youyou.ports.tracer import Tracer

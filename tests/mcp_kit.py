@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from port_kit import free_port
 from youyou.config import McpServerSettings
 
 DEMO = Path(__file__).parent / "mcp_servers" / "demo_server.py"
@@ -28,13 +29,6 @@ def stdio_settings(**extra: Any) -> McpServerSettings:
         env={"DEMO_MARKER_DIR": MARKER_VARIABLE},
         **extra,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -60,13 +60,6 @@ def is_healthy(probe: httpx.Client, url: str) -> bool:
         return False
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 CHEAP_HASHING = "password_hash_memory_kib = 8192\npassword_hash_iterations = 1\n"
 """Argon2id at 8 MiB and 1 pass: a sign-up costs milliseconds instead of a fifth of a second,
 and the many sign-ups of the suite still go through the real hashing."""

@@ -14,7 +14,8 @@ import pytest
 
 from cli_kit import COMMAND, TIMEOUT_S, Cli
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import START_TIMEOUT_S, Server, free_port, kill_tree, start_together, write_config
+from port_kit import free_port
+from server_kit import START_TIMEOUT_S, Server, kill_tree, start_together, write_config
 from youyou.config import CONFIG_ENV, DATABASE_URL_ENV, ServerOverrides, load_settings
 from youyou.domain.errors import AgentError, ErrorCode
 

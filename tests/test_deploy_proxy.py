@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream
-from server_kit import Api, Frame, Server, free_port, parse_sse, start_together, write_config
+from port_kit import free_port
+from server_kit import Api, Frame, Server, parse_sse, start_together, write_config
 from youyou.config import parse_settings
 from youyou.domain.errors import AgentError
 

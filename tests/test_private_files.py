@@ -13,7 +13,8 @@ import pytest
 
 from cli_kit import Cli
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import Server, free_port
+from port_kit import free_port
+from server_kit import Server
 
 
 @pytest.fixture(autouse=True)

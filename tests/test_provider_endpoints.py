@@ -3,7 +3,6 @@ credentials in the URL), and a used-up quota is not retried: waiting does not he
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from cli_kit import Cli, plain
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_error
 from fakes.chat import FAST_RETRY, collect, ended_with_error, track, user
 from fakes.openai_server import FakeOpenAIServer, openai_error
+from port_kit import free_port
 from youyou.adapters.providers import errors
 from youyou.adapters.providers.anthropic import AnthropicProvider
 from youyou.adapters.providers.base import Endpoint
@@ -27,13 +27,6 @@ REQUEST = ChatRequest(model_id="m", system_prompt="", messages=(user(TextBlock(t
 KEY = "sk-test-never-shown"
 
 pytestmark = pytest.mark.usefixtures("close_providers")
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def _provider(kind: str, url: str, retry: RetryPolicy = FAST_RETRY) -> ModelProvider:
@@ -57,7 +50,7 @@ def anthropic_server() -> Iterator[FakeAnthropicServer]:
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_a_refused_connection_names_the_endpoint_and_the_cause(kind: str) -> None:
-    port = _closed_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     provider = _provider(kind, url, RetryPolicy(2, 0.01, 0.01))
 
@@ -110,7 +103,7 @@ async def test_a_used_up_quota_is_not_retried(openai_server: FakeOpenAIServer) -
 
 def test_youyou_chat_names_the_endpoint_that_failed(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     cli.write_config(
         extra=f'\n[agent]\ndefault_model = "gpt"\n'
         f'\n[[providers]]\nid = "corp-gw"\ntype = "openai"\nbase_url = "{url}"\n'

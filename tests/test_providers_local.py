@@ -14,7 +14,6 @@ import contextlib
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ if os.environ.get("CI") and importlib.util.find_spec("llama_cpp") is None:
 pytest.importorskip("llama_cpp", reason="optional extra 'local' (llama-cpp-python) not installed")
 
 from fakes.chat import cancel_after_first_text, collect
+from port_kit import free_port
 from youyou import AgentBuilder, AgentConfig, OutcomeStatus
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.local import LocalLlamaProvider, packaged_model_path
@@ -266,16 +266,10 @@ async def test_a_worker_not_ready_by_the_deadline_is_stopped() -> None:
     assert provider.worker_pid is None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the packaged model on a free local port."""
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     log = log_path.open("wb")  # llama.cpp logs a lot: a pipe would fill up and stall it
     process = subprocess.Popen(

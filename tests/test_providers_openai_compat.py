@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ from fakes.chat import (
 )
 from fakes.http_server import PROXY_502_PAGE, JSONReply, Silence
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, openai_error, text_reply
+from port_kit import free_port
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import INVALID_ARGUMENTS_KEY, RetryPolicy
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
@@ -358,10 +358,7 @@ async def test_a_silent_endpoint_fails_at_the_first_byte_timeout(
 
 
 async def test_connection_refused_is_a_retryable_transport_error() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    provider = provider_for(f"http://127.0.0.1:{port}/v1", RetryPolicy(2, 0.01, 0.01))
+    provider = provider_for(f"http://127.0.0.1:{free_port()}/v1", RetryPolicy(2, 0.01, 0.01))
 
     error = ended_with_error(await collect(provider, request()))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from cli_kit import Cli, plain
+from port_kit import free_port
 from youyou.adapters.storage.sql import SqlSessionStorage
 from youyou.domain.errors import AgentError, ErrorCode
 from youyou.domain.ledger import LedgerEvent, UserMessage
@@ -78,13 +78,6 @@ async def test_a_failed_write_is_one_line_without_sql_or_user_text(
     assert "INSERT INTO ledger_events" in caplog.text  # the details are in the log
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def unreachable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """(database URL that cannot be opened, what the error must name)."""
@@ -92,7 +85,7 @@ def unreachable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tupl
         (tmp_path / "data").write_text("a file where the directory should be")
         yield f"sqlite+aiosqlite:///{tmp_path / 'data' / 'youyou.db'}", str(tmp_path / "data")
     else:
-        port = _closed_port()
+        port = free_port()
         yield f"postgresql+asyncpg://youyou:s3cret-pw@127.0.0.1:{port}/youyou", f"127.0.0.1:{port}"
 
 
@@ -111,7 +104,7 @@ async def test_a_database_that_cannot_be_opened_names_where_and_the_fix(
 
 def test_the_cli_shows_a_refused_connection_as_one_line(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
-    port = _closed_port()
+    port = free_port()
     cli.write_config()
     url = f"postgresql://youyou:s3cret-pw@127.0.0.1:{port}/youyou"
     cli.config.write_text(

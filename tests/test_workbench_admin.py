@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import Api, Server, Workbench, free_port, start_together, write_config
+from port_kit import free_port
+from server_kit import Api, Server, Workbench, start_together, write_config
 from youyou.adapters.memory import open_memory_storage
 from youyou.domain.memory import Memory
 from youyou.workbench.store import ADMIN, WorkbenchStore

@@ -20,10 +20,10 @@ import pytest
 from approval_kit import DENIED, TOOL, asks_for_the_time, decide, time_server, waiting_turn
 from conftest import drop_pg_database, new_pg_database
 from fakes.openai_server import FakeOpenAIServer
+from port_kit import free_port
 from server_kit import (
     Api,
     Server,
-    free_port,
     kill_tree,
     start_together,
     try_send,

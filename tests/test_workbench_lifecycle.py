@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer
+from port_kit import free_port
 from server_kit import (
     COMMAND,
     PROBE_INTERVAL_S,
@@ -27,7 +28,6 @@ from server_kit import (
     Server,
     StreamingSend,
     Workbench,
-    free_port,
     is_healthy,
     listening_addresses,
     model_messages,

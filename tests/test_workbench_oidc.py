@@ -18,7 +18,8 @@ import httpx
 import pytest
 from joserfc.jwk import KeySet
 
-from server_kit import Api, Workbench, free_port, isolated_env, wait_until
+from port_kit import free_port
+from server_kit import Api, Workbench, isolated_env, wait_until
 from youyou.workbench.errors import ApiError
 from youyou.workbench.oidc import verify_id_token
 

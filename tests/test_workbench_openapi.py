@@ -27,7 +27,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
-from server_kit import Api, Frame, Server, answer_ok, free_port, parse_sse, write_config
+from port_kit import free_port
+from server_kit import Api, Frame, Server, answer_ok, parse_sse, write_config
 
 EXAMPLES = 4
 _REVOKING = ("/auth/logout", "/auth/logout-all", "/auth/password")

@@ -24,6 +24,7 @@ from sqlalchemy import text
 
 from fakes.http_server import RecordedRequest, Reply
 from fakes.openai_server import FakeOpenAIServer, OpenAIStream, text_reply
+from port_kit import free_port
 from server_kit import (
     COMMAND,
     START_TIMEOUT_S,
@@ -31,7 +32,6 @@ from server_kit import (
     Server,
     StreamingSend,
     descendants,
-    free_port,
     kill_tree,
     ledger_id_of,
     model_messages,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,14 @@ async def run_turn(store: WorkbenchStore, chat_id: str, frames: list[Frame], lea
     await asyncio.wait_for(copying, 10)
 
 
+async def stopped(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait until it has ended: a follower cancelled in a store call still
+    hands its connection back, and a store closed before that never answers it (the test's
+    event loop then waits for ever)."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 def wire(frames: list[Frame]) -> list[bytes]:
     return [frame.encode() for frame in frames]
 
@@ -134,7 +143,7 @@ async def test_a_follower_asks_for_the_frames_before_it_reads(
     follower = asyncio.create_task(read(RelayedTurn(store, chat_id, Lease().held_elsewhere)))
     await asyncio.sleep(0.3)
     assert await store.take_turn_frame_requests([chat_id]) == {chat_id}
-    follower.cancel()
+    await stopped(follower)
 
 
 async def test_a_turn_that_did_not_start_is_not_copied(store: WorkbenchStore, chat_id: str) -> None:
@@ -238,5 +247,5 @@ async def test_an_idle_follower_sends_keep_alive_comments(
 
     following = asyncio.create_task(collect())
     await asyncio.sleep(0.7)
-    following.cancel()
+    await stopped(following)
     assert chunks and set(chunks) == {KEEPALIVE}

@@ -14,7 +14,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import Api, InProcessServer, Workbench, free_port, write_config
+from port_kit import free_port
+from server_kit import Api, InProcessServer, Workbench, write_config
 
 # The provider process and the browser fixtures, asked for by name.
 from test_workbench_oidc import Provider, provider, sso_config  # noqa: F401

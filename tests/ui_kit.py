@@ -20,7 +20,8 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from fakes.openai_server import FakeOpenAIServer
-from server_kit import Api, InProcessServer, Workbench, answer_ok, free_port, write_config
+from port_kit import free_port
+from server_kit import Api, InProcessServer, Workbench, answer_ok, write_config
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
