@@ -1,6 +1,6 @@
 """Language-aware terms for full-text memory search, shared by every memory store.
 
-Latin-script words are lower-cased and stemmed in Python (Snowball English: "prefers" and
+Latin-script words are lower-cased and stemmed here (Snowball English: "prefers" and
 "preference" both become "prefer"), so each database indexes exactly the terms a query
 produces and term statistics can be looked up directly. Chinese and Japanese have no spaces,
 so each run of CJK characters becomes overlapping character bigrams, the usual CJK indexing
