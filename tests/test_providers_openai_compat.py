@@ -456,3 +456,19 @@ async def test_abandoning_the_stream_closes_the_connection(server: FakeOpenAISer
     await stream.aclose()  # type: ignore[attr-defined]
 
     assert await server.requests[0].hung_up()
+
+
+async def test_a_cancel_that_comes_as_the_response_starts_is_not_lost() -> None:
+    """A caller cancelled in the moment its response starts is cancelled: Python 3.11's
+    ``wait_for`` handed it the response instead, and it read on a stalled stream for ever."""
+    provider = provider_for(f"http://127.0.0.1:{free_port()}/v1")
+    try:
+        opening: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiting = asyncio.create_task(provider._first_byte(opening))
+        await asyncio.sleep(0)  # waiting for the response to start
+        opening.set_result("the response")
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    finally:
+        await provider.close()

@@ -128,7 +128,8 @@ class ApprovalGate:
             expires = wait.request.expires_at
             timeout = None if expires is None else (expires - self.clock()).total_seconds()
             try:
-                await asyncio.wait_for(asyncio.shield(wait.settled), timeout)
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(wait.settled)
             except TimeoutError:
                 settle(wait, self.timed_out(wait.request))
             return wait.settled.result()

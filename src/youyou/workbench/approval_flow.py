@@ -66,7 +66,8 @@ class ApprovalFlow:
         once for a claim made here, within ``APPLY_POLL_S`` for one made elsewhere."""
         while True:
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._decided.wait(), APPLY_POLL_S)
+                async with asyncio.timeout(APPLY_POLL_S):
+                    await self._decided.wait()
             self._decided.clear()
             waiting = {
                 chat_id: (running.handle, running.approvals)

@@ -265,7 +265,8 @@ class TurnStream:
                 return
             else:
                 try:
-                    await asyncio.wait_for(self._changed.wait(), idle_s)
+                    async with asyncio.timeout(idle_s):
+                        await self._changed.wait()
                 except TimeoutError:
                     yield []
                 else:

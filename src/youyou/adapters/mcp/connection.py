@@ -73,7 +73,8 @@ class Connection:
         if self._session is None:  # still connecting: nothing to leave gracefully
             task.cancel()
         try:
-            await asyncio.wait_for(asyncio.shield(task), _STOP_TIMEOUT_S)
+            async with asyncio.timeout(_STOP_TIMEOUT_S):
+                await asyncio.shield(task)
         except TimeoutError:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

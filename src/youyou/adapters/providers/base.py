@@ -95,10 +95,15 @@ class StreamingProvider(ABC):
     async def _first_byte(self, opening: Awaitable[T]) -> T:
         """``opening`` (an SDK call that returns once the response has started), or
         ``FirstByteTimeout`` after ``first_byte_timeout_s``: an endpoint that accepts the
-        connection and never answers fails fast, then the stream's own idle timeout applies."""
+        connection and never answers fails fast, then the stream's own idle timeout applies.
+
+        ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` drops a cancel that
+        arrives as the response starts, and the stream it returns is then read on, for ever if
+        the endpoint stalls, by a caller that was told to stop."""
         limit = self._endpoint.first_byte_timeout_s
         try:
-            return await asyncio.wait_for(opening, limit)
+            async with asyncio.timeout(limit):
+                return await opening
         except TimeoutError:
             raise FirstByteTimeout(limit) from None
 

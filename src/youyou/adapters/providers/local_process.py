@@ -96,7 +96,8 @@ class WorkerProcess:
         try:
             stdin.write(self.token.encode() + b"\n")
             stdin.flush()
-            line = await asyncio.wait_for(asyncio.to_thread(stdout.readline), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                line = await asyncio.to_thread(stdout.readline)
         except TimeoutError:
             raise WorkerStartError(
                 f"the local model worker did not get ready within {timeout_s:g} s"

@@ -188,7 +188,8 @@ class ScriptedProvider:
 
 async def _cancelled_within(cancel: CancellationToken, seconds: float) -> bool:
     try:
-        await asyncio.wait_for(cancel.wait(), seconds)
+        async with asyncio.timeout(seconds):
+            await cancel.wait()
     except TimeoutError:
         return False
     return True
