@@ -14,7 +14,8 @@ from youyou.api.session import SessionHandle
 from youyou.bootstrap import BuiltApp
 from youyou.cli.approvals import Approver
 from youyou.cli.pending_memories import PendingExtractions, extract_pending
-from youyou.cli.render import RichTurnView, TurnView, agent_error_text, context_line
+from youyou.cli.process import agent_error_text
+from youyou.cli.render import RichTurnView, TurnView, context_line
 from youyou.cli.runtime import Interrupts, ask_approval, on_interrupt, run_turn
 from youyou.cli.transcript import SHORT_ID, print_transcript
 from youyou.config import ModelPrice, memory_mode_name

@@ -19,26 +19,23 @@ from youyou.cli.attachments import read_attachment
 from youyou.cli.chat import Chat
 from youyou.cli.commands import dispatch
 from youyou.cli.pending_memories import PENDING_DIR, PendingExtractions
+from youyou.cli.process import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    agent_error_text,
+    data_dir,
+    err_console,
+    warn,
+)
 from youyou.cli.render import (
     JsonTurnView,
     PlainTurnView,
     RichTurnView,
     TurnView,
-    agent_error_text,
 )
-from youyou.cli.runtime import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    OFFLINE_NOTE,
-    Interrupts,
-    data_dir,
-    err_console,
-    in_daemon_thread,
-    is_offline_model,
-    warn,
-)
+from youyou.cli.runtime import OFFLINE_NOTE, Interrupts, in_daemon_thread, is_offline_model
 from youyou.cli.transcript import resolve_one
 from youyou.config import Settings, load_settings
 from youyou.domain.config import SessionConfig

@@ -12,7 +12,7 @@ from rich.console import Console
 from sqlalchemy.engine import make_url
 
 from youyou.adapters.storage.backup import backup_database
-from youyou.cli.runtime import EXIT_OK
+from youyou.cli.process import EXIT_OK
 from youyou.config import load_settings
 
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from youyou.adapters.knowledge import IndexReport, KnowledgeBase, citation
 from youyou.adapters.storage.engine import create_engine
-from youyou.cli.runtime import EXIT_OK
+from youyou.cli.process import EXIT_OK
 from youyou.config import load_settings
 
 NO_SOURCES = (

@@ -52,14 +52,14 @@ def _finish(code: int) -> None:
 
 
 def _run(main: Coroutine[Any, Any, int]) -> None:
-    from youyou.cli.runtime import run
+    from youyou.cli.process import run
 
     _finish(run(main))
 
 
 @app.callback()
 def _main() -> None:
-    from youyou.cli.runtime import setup_logging
+    from youyou.cli.process import setup_logging
 
     setup_logging()
 
@@ -155,7 +155,7 @@ def serve(
         raise typer.BadParameter("text or json", param_hint="--log-format")
     from rich.console import Console
 
-    from youyou.cli.runtime import guarded
+    from youyou.cli.process import guarded
     from youyou.config import ServerOverrides
     from youyou.workbench.server import ServeOptions
     from youyou.workbench.server import serve as run_server
@@ -275,7 +275,7 @@ def db_backup(
     """Write a consistent copy of the configured database to PATH, while it is in use: SQLite
     through its online backup, PostgreSQL through pg_dump (custom format, for pg_restore)."""
     from youyou.cli.db_command import run_db_backup
-    from youyou.cli.runtime import guarded
+    from youyou.cli.process import guarded
 
     _finish(guarded(lambda: run_db_backup(config, path, force=force)))
 

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from youyou.adapters.mcp import McpServerReport, McpToolbox
-from youyou.cli.runtime import EXIT_FAILED, EXIT_OK
+from youyou.cli.process import EXIT_FAILED, EXIT_OK
 from youyou.config import load_settings
 from youyou.domain.approvals import approval_reason
 

@@ -22,7 +22,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from youyou.cli.commands import COMMANDS
-from youyou.cli.runtime import warn
+from youyou.cli.process import warn
 from youyou.config import MEMORY_MODE_NAMES
 
 PROMPT = "you> "

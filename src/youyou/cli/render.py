@@ -19,8 +19,8 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from youyou.adapters.tools.load_skill import DISPLAY_KEY
+from youyou.cli.process import error_text
 from youyou.config import ModelPrice
-from youyou.domain.errors import AgentError
 from youyou.domain.events import (
     AgentEvent,
     ContextCompacted,
@@ -88,14 +88,6 @@ def context_line(usage: ContextUsage) -> Text:
 
 def waiting_line(payload: ModelWaiting) -> str:
     return f"waiting for the model… {payload.elapsed_s} s"
-
-
-def error_text(code: str, message: str) -> Text:
-    return Text.assemble(("✗ ", "red bold"), (code, "red bold"), (f": {message}", "red"))
-
-
-def agent_error_text(error: AgentError) -> Text:
-    return error_text(str(error.code), error.message)
 
 
 def split_complete(text: str) -> tuple[str, str]:

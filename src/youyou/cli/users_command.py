@@ -60,7 +60,7 @@ def _run(config: Path | None, action: Action) -> None:
     """Run ``action``; a refusal is one line on stderr and exit code 1."""
     from rich.console import Console
 
-    from youyou.cli.runtime import EXIT_FAILED, EXIT_OK, err_console, run
+    from youyou.cli.process import EXIT_FAILED, EXIT_OK, err_console, run
     from youyou.workbench.errors import ApiError, catalog_message
 
     async def main() -> int:
