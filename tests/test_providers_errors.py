@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -198,3 +199,22 @@ async def test_driver_cancels_a_silent_attempt_promptly() -> None:
 
     assert events == [TextDelta(text="a"), Done(finish_reason=FinishReason.CANCELLED)]
     assert closed.is_set()
+
+
+async def test_driver_cancels_again_an_attempt_that_lost_the_cancel() -> None:
+    async def attempt() -> AsyncIterator[ChatEvent]:
+        yield TextDelta(text="a")
+        # lost, as Python 3.11's wait_for lost a cancel that met its result
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(30)
+        await asyncio.sleep(30)  # then a stream that never ends
+        yield TextDelta(text="never")
+
+    cancel = CancellationToken()
+    events: list[ChatEvent] = []
+    async with asyncio.timeout(10):
+        async for event in drive_stream(attempt, _classify, RetryPolicy(), cancel):
+            events.append(event)
+            cancel.cancel()
+
+    assert events == [TextDelta(text="a"), Done(finish_reason=FinishReason.CANCELLED)]

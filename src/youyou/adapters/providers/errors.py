@@ -238,6 +238,16 @@ def retry_after_s(exc: Exception) -> float | None:
 
 
 _END = object()
+RECANCEL_S = 0.5
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` until it has ended. A cancel can be lost below us (Python 3.11's
+    ``wait_for`` drops one that meets its result, an SDK may catch one): it is sent again every
+    ``RECANCEL_S`` rather than leave the caller waiting on a stream that may never end."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=RECANCEL_S)
 
 
 async def drive_stream(
@@ -269,7 +279,7 @@ async def drive_stream(
 
     async def watch() -> None:
         await cancel.wait()
-        pump_task.cancel()
+        await _stopped(pump_task)
 
     pump_task = asyncio.create_task(pump())
     pump_task.add_done_callback(finished)
@@ -279,6 +289,5 @@ async def drive_stream(
             yield item
     finally:
         watcher.cancel()
-        pump_task.cancel()
         # wait() never raises the pump's CancelledError, yet still lets our own propagate.
-        await asyncio.wait([pump_task])
+        await _stopped(pump_task)
