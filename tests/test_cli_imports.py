@@ -147,6 +147,8 @@ def test_a_chat_message_to_a_database_at_head_loads_only_what_it_uses(tmp_path: 
         # what the account commands use: the store and accounts, not the web server
         ("youyou.workbench.accounts", ("fastapi", "uvicorn", "youyou.workbench.app")),
         ("youyou.workbench.auth", ("fastapi", "uvicorn", "youyou.workbench.app")),
+        # what every command shares: the account, db and kb commands start without the chat's
+        ("youyou.cli.process", ("sqlalchemy", "youyou.api", "youyou.application", "pydantic")),
     ],
 )
 def test_modules_load_their_costly_dependencies_on_first_use(
