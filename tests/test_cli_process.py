@@ -1,4 +1,5 @@
-"""Logging never takes a command down: no log file means stderr, a failing one means silence.
+"""``cli/process.py``: logging never takes a command down: no log file means stderr, a failing
+one means silence.
 
 The data directory (log file, prompt history) is unusable when it sits under a regular file:
 that fails for root too, which a read-only directory would not.
