@@ -6,11 +6,10 @@ in the ledger and a ``context_compaction`` metadata event records the new bounda
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from youyou.application.kernel import Kernel
 from youyou.application.model_router import complete_text
@@ -19,7 +18,7 @@ from youyou.application.session_runtime import SessionRuntime
 from youyou.application.session_service import SessionService
 from youyou.application.tracing import compaction_span, end_compaction
 from youyou.domain.approvals import META_APPROVALS_REMEMBERED, RememberedTools
-from youyou.domain.cancel import CancellationToken
+from youyou.domain.cancel import CancellationToken, unless_cancelled
 from youyou.domain.config import MemoryMode, SummaryFailurePolicy
 from youyou.domain.content import ContentBlock, TextBlock
 from youyou.domain.context import CompactionMode, CompactionRecord, VisibleMessage, first_safe_cut
@@ -251,7 +250,7 @@ class Compactor:
         )
         failure: str
         try:
-            text = await _unless_cancelled(
+            text = await unless_cancelled(
                 complete_text(self._kernel.models, request, cancel, self._kernel.tracer), cancel
             )
             failure = "the model returned an empty summary"
@@ -268,19 +267,3 @@ class Compactor:
                 source=ErrorSource.CONTEXT_MANAGER,
             )
         return None
-
-
-async def _unless_cancelled(work: Coroutine[Any, Any, T], cancel: CancellationToken) -> T | None:
-    """``work`` until it ends or ``cancel`` fires, whichever is first (then None): a provider
-    that does not watch its token is stopped all the same."""
-    task = asyncio.ensure_future(work)
-    stop = cancel.on_cancel(task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if not cancel.is_cancelled or (current is not None and current.cancelling()):
-            raise  # the caller itself is being cancelled
-        return None
-    finally:
-        stop()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class CancellationToken:
@@ -42,3 +45,20 @@ class CancellationToken:
                 self._callbacks.remove(callback)
 
         return remove
+
+
+async def unless_cancelled(work: Awaitable[T], cancel: CancellationToken) -> T | None:
+    """``work``'s result, or None when ``cancel`` fires first: ``work`` is then cancelled, so
+    a provider that does not watch its token is stopped all the same. A cancel of the caller
+    itself still raises."""
+    task = asyncio.ensure_future(work)
+    unsubscribe = cancel.on_cancel(task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not cancel.is_cancelled or (current is not None and current.cancelling()):
+            raise
+        return None
+    finally:
+        unsubscribe()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -21,7 +21,7 @@ from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
 from youyou.adapters.providers.local_process import WorkerOptions, WorkerProcess, WorkerStartError
 from youyou.adapters.providers.openai_compat import OpenAICompatProvider
-from youyou.domain.cancel import CancellationToken
+from youyou.domain.cancel import CancellationToken, unless_cancelled
 from youyou.domain.model import (
     ChatError,
     ChatEvent,
@@ -116,7 +116,7 @@ class LocalLlamaProvider:
             yield Done(finish_reason=FinishReason.CANCELLED)
             return
         try:
-            connection = await _unless_cancelled(self._connect(), cancel)
+            connection = await unless_cancelled(self._connect(), cancel)
         except WorkerStartError as exc:
             yield ChatError(error=ProviderError(kind=ProviderErrorKind.PROVIDER, message=str(exc)))
             return
@@ -177,18 +177,3 @@ class LocalLlamaProvider:
         if self._connection is connection:
             self._connection = None
         return await connection.close()
-
-
-async def _unless_cancelled(work: Awaitable[T], cancel: CancellationToken) -> T | None:
-    """``work``'s result, or None when ``cancel`` fires first (``work`` is then cancelled)."""
-    task = asyncio.ensure_future(work)
-    unsubscribe = cancel.on_cancel(task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if cancel.is_cancelled and (current is None or not current.cancelling()):
-            return None
-        raise
-    finally:
-        unsubscribe()
