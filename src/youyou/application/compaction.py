@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from youyou.application.kernel import Kernel
 from youyou.application.model_router import complete_text
@@ -37,8 +36,6 @@ from youyou.domain.transcript import message_line
 from youyou.domain.turn import ResolvedSkillInjection
 
 TOOL_RESULT_TRANSCRIPT_CHARS = 4000
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)

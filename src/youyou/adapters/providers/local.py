@@ -15,7 +15,6 @@ import importlib.util
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from youyou.adapters.providers.base import Endpoint
 from youyou.adapters.providers.errors import RetryPolicy
@@ -39,8 +38,6 @@ its closed connection, not by this timeout."""
 _EXIT_WAIT_S = 2.0
 """How long a broken connection waits for the worker's exit to tell a crash from a network
 error (the socket closes a moment before the process is gone)."""
-
-T = TypeVar("T")
 
 
 def packaged_model_path() -> Path:
